@@ -49,9 +49,9 @@ type Options struct {
 }
 
 type engine struct {
-	cli     *clientv3.Client
-	own     bool // we made cli and close it
-	prefix  []byte
+	cli      *clientv3.Client
+	own      bool // we made cli and close it
+	prefix   []byte
 	stampKey string
 }
 
@@ -129,7 +129,7 @@ type snapshot struct {
 	e       *engine
 	rv      int64
 	seen    map[string]int64 // engine key -> mod revision at rv (0: absent)
-	covered []kv.KeyRange     // user ranges whose every key at rv is in seen
+	covered []kv.KeyRange    // user ranges whose every key at rv is in seen
 }
 
 func (s *snapshot) Version() int64 { return s.rv }
@@ -349,4 +349,3 @@ func mapErr(err error, what string) error {
 		return kv.Wrap(kv.CodeRetryable, err, "etcd "+what)
 	}
 }
-

@@ -78,4 +78,3 @@ func freePorts() (int, int, error) {
 	}
 	return ports[0], ports[1], nil
 }
-
