@@ -67,7 +67,7 @@ func Open(dir string, opts Options) (*kv.DB, error) {
 		opts.CacheBytes = 64 << 20
 	}
 	cache := pebble.NewCache(opts.CacheBytes)
-	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, Logger: quietLogger{}})
+	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, Logger: QuietLogger{}})
 	if err != nil {
 		cache.Unref()
 		return nil, fmt.Errorf("pebblekv: open %s: %w", dir, err)
@@ -259,13 +259,13 @@ func (s *snapshot) Scan(ctx context.Context, begin, end []byte, limit int, rever
 	return out, more, nil
 }
 
-// quietLogger drops Pebble's informational chatter and keeps its errors.
-type quietLogger struct{}
+// QuietLogger drops Pebble's informational chatter and keeps its errors.
+type QuietLogger struct{}
 
-func (quietLogger) Infof(format string, args ...any) {}
-func (quietLogger) Errorf(format string, args ...any) {
+func (QuietLogger) Infof(format string, args ...any) {}
+func (QuietLogger) Errorf(format string, args ...any) {
 	pebble.DefaultLogger.Errorf(format, args...)
 }
-func (quietLogger) Fatalf(format string, args ...any) {
+func (QuietLogger) Fatalf(format string, args ...any) {
 	pebble.DefaultLogger.Fatalf(format, args...)
 }
