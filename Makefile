@@ -1,0 +1,31 @@
+# flyfs build, test and run targets. `make run` and `make test` are the two
+# set-up commands of the README; CI runs `make test` through .ci/run.
+GO      ?= go
+BIN     ?= bin/flyfs
+DATA    ?= flyfs-data
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+.PHONY: build test run bench fuzz clean
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/flyfs
+
+# The whole suite: vet, then every test with the race detector (the shared-state
+# packages are the point of it), including the real-etcd and Pebble crash tests.
+test:
+	$(GO) vet ./...
+	$(GO) test -race -timeout 25m ./...
+
+# Run flyfs on its embedded default (Pebble) with its state under $(DATA).
+run: build
+	$(BIN) server --data $(DATA)
+
+bench: build
+	$(BIN) bench kv
+	$(BIN) bench rpc
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 60s ./core/rpc
+
+clean:
+	rm -rf bin

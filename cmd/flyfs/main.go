@@ -1,0 +1,39 @@
+// Command flyfs is the one flyfs binary: a subcommand per role. It holds flags
+// and wiring only; the logic lives in the packages it calls.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	if err := rootCmd().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "flyfs:", err)
+		os.Exit(1)
+	}
+}
+
+func rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "flyfs",
+		Short: "flyfs: a distributed file system for AI training and inference",
+		Long: `flyfs is a distributed file system in the Fire-Flyer File System (3FS) design:
+a cluster manager (mgmtd), stateless metadata services (metad) over a transactional
+KV store, storage services (storaged) replicating chunks along CRAQ chains, a FUSE
+mount, an S3 gateway on the same namespace, and a browser console.
+
+Run everything on one machine with 'flyfs server'; run each role on its own with
+the role's subcommand. Every flag can also be set by an environment variable
+FLYFS_<FLAG> (upper case, dashes as underscores), e.g. FLYFS_DATA=/srv/flyfs.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(versionCmd(), serverCmd(), benchCmd())
+	for _, r := range pendingRoles {
+		root.AddCommand(pendingCmd(r))
+	}
+	return root
+}

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+// pendingRole is a role whose service is not built yet: its subcommand says so
+// plainly and exits non-zero rather than pretending to run.
+type pendingRole struct {
+	name, short, issue string
+}
+
+var pendingRoles = []pendingRole{
+	{"mgmtd", "Run the cluster manager: membership, leases, chain tables, target states", "the cluster-manager issue (#4)"},
+	{"metad", "Run a metadata service over the KV store", "the metadata issue (#5)"},
+	{"storaged", "Run a storage service: chunk engine and CRAQ chain replication", "the chunk-storage issue (#3)"},
+	{"gateway", "Run the S3-compatible gateway over the namespace", "the S3 issue (#7)"},
+	{"mount", "Mount flyfs with FUSE", "the POSIX issue (#6)"},
+	{"admin", "Administer a cluster: chains, targets, fsck", "the cluster-manager issue (#4)"},
+}
+
+func pendingCmd(r pendingRole) *cobra.Command {
+	return &cobra.Command{
+		Use:                r.name,
+		Short:              r.short + " (not built yet)",
+		Long:               fmt.Sprintf("%s.\n\nNot built yet: this role arrives with %s.", r.short, r.issue),
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
+				return cmd.Help()
+			}
+			return fmt.Errorf("%s is not built yet; it arrives with %s", r.name, r.issue)
+		},
+	}
+}

@@ -1,0 +1,210 @@
+// Package storageapi is storaged's wire API: methods, messages, error codes and
+// a typed client stub. Bulk data travels as the RPC payload beside the message.
+package storageapi
+
+import (
+	"context"
+
+	"github.com/flyfs/flyfs/core/layout"
+	"github.com/flyfs/flyfs/core/rpc"
+)
+
+// Methods of the storage service (service 3).
+const (
+	MethodWrite          rpc.Method = 0x0301 // an update: from a client to the head, or forwarded hop to hop
+	MethodBatchRead      rpc.Method = 0x0302
+	MethodRemoveChunks   rpc.Method = 0x0303
+	MethodQueryLastChunk rpc.Method = 0x0304
+	MethodDumpChunkMeta  rpc.Method = 0x0305
+	MethodStats          rpc.Method = 0x0306
+)
+
+// Key names a chunk on a chain, with the chain version the sender routed by.
+type Key struct {
+	Chain    uint32         `cbor:"1,keyasint"`
+	ChainVer uint32         `cbor:"2,keyasint"`
+	Chunk    layout.ChunkID `cbor:"3,keyasint"`
+}
+
+// Kind is what an update does.
+type Kind uint8
+
+const (
+	KindWrite    Kind = 1 // write Data at Offset (zero-filling any gap)
+	KindReplace  Kind = 2 // the content becomes Data exactly
+	KindTruncate Kind = 3 // set the length to Length: cut, or extend with zeros
+	KindRemove   Kind = 4 // remove the chunk
+)
+
+// Tag identifies a client's update for deduplication: per (client, chain,
+// channel), sequence numbers grow; a retry reuses its number.
+type Tag struct {
+	Client  uint64 `cbor:"1,keyasint"`
+	Channel uint32 `cbor:"2,keyasint"`
+	Seq     uint64 `cbor:"3,keyasint"`
+}
+
+// WriteReq is an update. The payload is the data (KindWrite, KindReplace).
+type WriteReq struct {
+	Key       Key    `cbor:"1,keyasint"`
+	Kind      Kind   `cbor:"2,keyasint"`
+	Offset    uint32 `cbor:"3,keyasint,omitempty"`
+	Length    uint32 `cbor:"4,keyasint,omitempty"` // KindTruncate: the new length
+	ChunkSize uint32 `cbor:"5,keyasint"`
+	Checksum  uint32 `cbor:"6,keyasint"` // CRC32C of the payload
+	Tag       Tag    `cbor:"7,keyasint,omitempty"`
+
+	// Set by a predecessor forwarding the update down the chain.
+	Forwarded bool   `cbor:"8,keyasint,omitempty"`
+	UpdateVer uint32 `cbor:"9,keyasint,omitempty"`
+	Syncing   bool   `cbor:"10,keyasint,omitempty"` // a full-chunk replace for a syncing successor
+}
+
+// ChunkMeta is a chunk's state on one replica.
+type ChunkMeta struct {
+	Chunk     layout.ChunkID `cbor:"1,keyasint"`
+	ChainVer  uint32         `cbor:"2,keyasint"`
+	CommitVer uint32         `cbor:"3,keyasint"`
+	UpdateVer uint32         `cbor:"4,keyasint"`
+	Len       uint32         `cbor:"5,keyasint"`
+	Checksum  uint32         `cbor:"6,keyasint"`
+	ChunkSize uint32         `cbor:"7,keyasint"`
+}
+
+// WriteResp is the chunk's state after the update committed.
+type WriteResp struct {
+	Meta ChunkMeta `cbor:"1,keyasint"`
+}
+
+// ReadIO is one range of one chunk.
+type ReadIO struct {
+	Key    Key    `cbor:"1,keyasint"`
+	Offset uint32 `cbor:"2,keyasint"`
+	Length uint32 `cbor:"3,keyasint"`
+}
+
+// BatchReadReq reads many ranges in one call. Relaxed returns a chunk's
+// pending version instead of refusing with ChunkNotCommitted.
+type BatchReadReq struct {
+	IOs     []ReadIO `cbor:"1,keyasint"`
+	Relaxed bool     `cbor:"2,keyasint,omitempty"`
+}
+
+// ReadResult is one IO's outcome; its bytes are in the response payload, the
+// results' data one after another in order.
+type ReadResult struct {
+	Code      rpc.Code `cbor:"1,keyasint,omitempty"` // 0: ok
+	Message   string   `cbor:"2,keyasint,omitempty"`
+	Len       uint32   `cbor:"3,keyasint,omitempty"` // bytes returned (short at the chunk's end)
+	CommitVer uint32   `cbor:"4,keyasint,omitempty"`
+}
+
+// Err returns the result's error, or nil.
+func (r ReadResult) Err() error {
+	if r.Code == 0 {
+		return nil
+	}
+	return rpc.NewError(r.Code, r.Message)
+}
+
+// BatchReadResp holds one result per IO.
+type BatchReadResp struct {
+	Results []ReadResult `cbor:"1,keyasint"`
+}
+
+// ChunkRange is [Begin, End) of chunk ids on a chain.
+type ChunkRange struct {
+	Chain    uint32         `cbor:"1,keyasint"`
+	ChainVer uint32         `cbor:"2,keyasint"`
+	Begin    layout.ChunkID `cbor:"3,keyasint"`
+	End      layout.ChunkID `cbor:"4,keyasint"`
+	Max      uint32         `cbor:"5,keyasint,omitempty"` // at most this many chunks; 0: a default
+}
+
+// RemoveChunksResp tells how many chunks went and whether more remain.
+type RemoveChunksResp struct {
+	Removed uint32 `cbor:"1,keyasint"`
+	More    bool   `cbor:"2,keyasint,omitempty"`
+}
+
+// QueryLastChunkResp describes a range's chunks, for settling file length.
+type QueryLastChunkResp struct {
+	Found     bool           `cbor:"1,keyasint,omitempty"`
+	LastChunk layout.ChunkID `cbor:"2,keyasint,omitempty"`
+	LastLen   uint32         `cbor:"3,keyasint,omitempty"`
+	TotalLen  uint64         `cbor:"4,keyasint,omitempty"`
+	Count     uint32         `cbor:"5,keyasint,omitempty"`
+	More      bool           `cbor:"6,keyasint,omitempty"`
+}
+
+// DumpChunkMetaResp lists a page of a chain's chunk metadata on one target.
+type DumpChunkMetaResp struct {
+	Metas []ChunkMeta `cbor:"1,keyasint"`
+	More  bool        `cbor:"2,keyasint,omitempty"`
+}
+
+// StatsReq asks for a node's stats.
+type StatsReq struct{}
+
+// DiskStats is one disk's engine.
+type DiskStats struct {
+	Path           string `cbor:"1,keyasint"`
+	Chunks         uint64 `cbor:"2,keyasint"`
+	UsedBytes      uint64 `cbor:"3,keyasint"`
+	AllocatedBytes uint64 `cbor:"4,keyasint"`
+	ChecksumErrors uint64 `cbor:"5,keyasint,omitempty"`
+	ReadOnly       bool   `cbor:"6,keyasint,omitempty"`
+	ReadOnlyReason string `cbor:"7,keyasint,omitempty"`
+}
+
+// TargetStats is one target.
+type TargetStats struct {
+	Target uint32 `cbor:"1,keyasint"`
+	Chain  uint32 `cbor:"2,keyasint"`
+	Disk   int    `cbor:"3,keyasint"`
+}
+
+// StatsResp is a node's stats.
+type StatsResp struct {
+	Node    uint32        `cbor:"1,keyasint"`
+	Disks   []DiskStats   `cbor:"2,keyasint"`
+	Targets []TargetStats `cbor:"3,keyasint"`
+}
+
+// Client is a typed stub over an rpc.Client.
+type Client struct{ RPC *rpc.Client }
+
+// Write sends an update to addr.
+func (c Client) Write(ctx context.Context, addr string, req *WriteReq, data []byte) (*WriteResp, error) {
+	resp, _, err := rpc.Call[WriteReq, WriteResp](ctx, c.RPC, addr, MethodWrite, req, data)
+	return resp, err
+}
+
+// BatchRead reads many ranges; data holds the results' bytes in order.
+func (c Client) BatchRead(ctx context.Context, addr string, req *BatchReadReq) (*BatchReadResp, []byte, error) {
+	return rpc.Call[BatchReadReq, BatchReadResp](ctx, c.RPC, addr, MethodBatchRead, req, nil)
+}
+
+// RemoveChunks removes a range of chunks through the chain (send to the head).
+func (c Client) RemoveChunks(ctx context.Context, addr string, req *ChunkRange) (*RemoveChunksResp, error) {
+	resp, _, err := rpc.Call[ChunkRange, RemoveChunksResp](ctx, c.RPC, addr, MethodRemoveChunks, req, nil)
+	return resp, err
+}
+
+// QueryLastChunk describes the chunks of a range on one replica.
+func (c Client) QueryLastChunk(ctx context.Context, addr string, req *ChunkRange) (*QueryLastChunkResp, error) {
+	resp, _, err := rpc.Call[ChunkRange, QueryLastChunkResp](ctx, c.RPC, addr, MethodQueryLastChunk, req, nil)
+	return resp, err
+}
+
+// DumpChunkMeta lists a page of one replica's chunk metadata for a chain.
+func (c Client) DumpChunkMeta(ctx context.Context, addr string, req *ChunkRange) (*DumpChunkMetaResp, error) {
+	resp, _, err := rpc.Call[ChunkRange, DumpChunkMetaResp](ctx, c.RPC, addr, MethodDumpChunkMeta, req, nil)
+	return resp, err
+}
+
+// Stats returns a node's stats.
+func (c Client) Stats(ctx context.Context, addr string) (*StatsResp, error) {
+	resp, _, err := rpc.Call[StatsReq, StatsResp](ctx, c.RPC, addr, MethodStats, &StatsReq{}, nil)
+	return resp, err
+}

@@ -1,0 +1,75 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+)
+
+// HandlerFunc serves one method. req is decoded from the request message
+// (fields the sender did not set are zero; a nil req is never passed).
+// payload is the request's raw payload, owned by the handler, which may keep
+// it, unless the method was registered with BorrowPayload. The handler returns a response (nil sends an
+// empty message, which decodes as the zero value) and optionally a response
+// payload, which the server sends without copying: the handler must not
+// modify it after returning. A non-nil error is sent instead of both; its
+// Code (CodeOf) and text reach the caller.
+//
+// ctx is canceled when the caller cancels or its deadline passes, when the
+// connection breaks, or when the server is closed.
+type HandlerFunc[Req, Resp any] func(ctx context.Context, req *Req, payload []byte) (*Resp, []byte, error)
+
+// handler is the untyped form every method is stored as: decode turns the
+// request message into a *Req, call runs the handler and encodes its
+// response.
+type handler struct {
+	method Method
+	borrow bool // the handler does not keep the request payload
+	decode func(msg []byte) (any, error)
+	call   func(ctx context.Context, req any, payload []byte) (respMsg, respPayload []byte, err error)
+}
+
+// HandleOption adjusts how a method is served.
+type HandleOption func(*handler)
+
+// BorrowPayload declares that the handler does not keep the request payload,
+// nor any slice of it, once it returns (other than as its response payload):
+// it writes the bytes somewhere, forwards them with a Call, or copies what
+// it needs. The server then recycles the payload's buffer after the response
+// is sent, which spares large requests an allocation, zeroing and page faults
+// (see bufpool.go). Storage write paths want this; a handler that stores the
+// slice itself must not use it.
+func BorrowPayload() HandleOption {
+	return func(h *handler) { h.borrow = true }
+}
+
+// Handle registers fn as the server's handler for method. Register before
+// Serve; registering a method twice is a programming error and panics.
+func Handle[Req, Resp any](s *Server, method Method, fn HandlerFunc[Req, Resp], opts ...HandleOption) {
+	h := &handler{
+		method: method,
+		decode: func(msg []byte) (any, error) {
+			req := new(Req)
+			if err := unmarshal(msg, req); err != nil {
+				return nil, Errorf(InvalidArgument, "%s: %v", method, err)
+			}
+			return req, nil
+		},
+		call: func(ctx context.Context, req any, payload []byte) ([]byte, []byte, error) {
+			resp, out, err := fn(ctx, req.(*Req), payload)
+			if err != nil {
+				return nil, nil, err
+			}
+			b, err := marshal(resp)
+			if err != nil {
+				return nil, nil, Errorf(Internal, "%s: encode response: %v", method, err)
+			}
+			return b, out, nil
+		},
+	}
+	for _, o := range opts {
+		o(h)
+	}
+	if err := s.register(h); err != nil {
+		panic(fmt.Sprintf("rpc: Handle: %v", err))
+	}
+}
