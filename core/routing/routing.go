@@ -56,6 +56,7 @@ type Target struct {
 	Node   NodeID      `cbor:"2,keyasint"`
 	Public PublicState `cbor:"3,keyasint"`
 	Local  LocalState  `cbor:"4,keyasint,omitempty"`
+	Disk   int         `cbor:"5,keyasint,omitempty"` // index of the node's disk that holds it
 }
 
 // Chain is an ordered list of targets, head first. Version grows on every

@@ -1,0 +1,171 @@
+// Package mgmtdapi is the cluster manager's wire API: methods, messages, error
+// codes and a typed client stub.
+package mgmtdapi
+
+import (
+	"context"
+
+	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/core/rpc"
+)
+
+// Methods of the cluster manager (service 1).
+const (
+	MethodHeartbeat     rpc.Method = 0x0101 // primary only
+	MethodGetRouting    rpc.Method = 0x0102 // any mgmtd
+	MethodGetPrimary    rpc.Method = 0x0103 // any mgmtd
+	MethodSetChains     rpc.Method = 0x0104 // primary only: create or replace chains
+	MethodSetTargetHeld rpc.Method = 0x0105 // primary only: take a target offline by hand, or release it
+	MethodListNodes     rpc.Method = 0x0106 // any mgmtd
+)
+
+// Error codes.
+const (
+	// CodeNotPrimary: this mgmtd is not the primary; the error message names
+	// the primary's address when it is known (see NotPrimaryAddr).
+	CodeNotPrimary = rpc.CodeServiceBase + 0x100 + iota
+	// CodeStaleHeartbeat: the heartbeat's sequence number is not newer than one
+	// already seen from the node.
+	CodeStaleHeartbeat
+	// CodeUnknownTarget names a target no chain has.
+	CodeUnknownTarget
+)
+
+func init() {
+	rpc.RegisterCode(CodeNotPrimary, "NotPrimary")
+	rpc.RegisterCode(CodeStaleHeartbeat, "StaleHeartbeat")
+	rpc.RegisterCode(CodeUnknownTarget, "UnknownTarget")
+}
+
+// TargetReport is a storage target's state as its storage service sees it.
+type TargetReport struct {
+	Target routing.TargetID   `cbor:"1,keyasint"`
+	Chain  routing.ChainID    `cbor:"2,keyasint"`
+	Local  routing.LocalState `cbor:"3,keyasint"`
+	Disk   int                `cbor:"4,keyasint,omitempty"`
+}
+
+// DiskReport is one disk's usage.
+type DiskReport struct {
+	Path      string `cbor:"1,keyasint"`
+	UsedBytes uint64 `cbor:"2,keyasint,omitempty"`
+	FreeBytes uint64 `cbor:"3,keyasint,omitempty"`
+	ReadOnly  bool   `cbor:"4,keyasint,omitempty"`
+}
+
+// HeartbeatReq renews a storage node's lease and reports its targets.
+type HeartbeatReq struct {
+	Node    routing.NodeID `cbor:"1,keyasint"`
+	Addr    string         `cbor:"2,keyasint"`
+	Seq     uint64         `cbor:"3,keyasint"` // grows with every heartbeat of one process (stale ones are refused)
+	Targets []TargetReport `cbor:"4,keyasint,omitempty"`
+	Disks   []DiskReport   `cbor:"5,keyasint,omitempty"`
+}
+
+// HeartbeatResp tells the node the newest routing version, so it fetches
+// routing when it is behind.
+type HeartbeatResp struct {
+	RoutingVersion uint64 `cbor:"1,keyasint"`
+	LeaseSeconds   uint32 `cbor:"2,keyasint"` // T: a node silent this long is declared failed
+}
+
+// GetRoutingReq asks for routing newer than Have.
+type GetRoutingReq struct {
+	Have uint64 `cbor:"1,keyasint,omitempty"`
+}
+
+// GetRoutingResp carries the routing info, or nothing when Have is current.
+type GetRoutingResp struct {
+	Info          *routing.Info `cbor:"1,keyasint,omitempty"`
+	Bootstrapping bool          `cbor:"2,keyasint,omitempty"` // a new primary is still hearing from everyone
+}
+
+// GetPrimaryReq asks who is primary.
+type GetPrimaryReq struct{}
+
+// GetPrimaryResp names the primary mgmtd.
+type GetPrimaryResp struct {
+	ID   string `cbor:"1,keyasint,omitempty"`
+	Addr string `cbor:"2,keyasint,omitempty"`
+}
+
+// SetChainsReq creates chains or replaces their target lists (targets in
+// order, head first). New chains' targets start serving.
+type SetChainsReq struct {
+	Chains []routing.Chain `cbor:"1,keyasint"`
+}
+
+// SetChainsResp returns the routing version that holds the change.
+type SetChainsResp struct {
+	RoutingVersion uint64 `cbor:"1,keyasint"`
+}
+
+// SetTargetHeldReq takes a target offline by hand (Held) or lets it return.
+type SetTargetHeldReq struct {
+	Target routing.TargetID `cbor:"1,keyasint"`
+	Held   bool             `cbor:"2,keyasint"`
+}
+
+// SetTargetHeldResp returns the routing version that holds the change.
+type SetTargetHeldResp struct {
+	RoutingVersion uint64 `cbor:"1,keyasint"`
+}
+
+// ListNodesReq asks for the services mgmtd knows.
+type ListNodesReq struct{}
+
+// NodeStatus is one storage node as the primary sees it.
+type NodeStatus struct {
+	Node          routing.NodeID `cbor:"1,keyasint"`
+	Addr          string         `cbor:"2,keyasint"`
+	Alive         bool           `cbor:"3,keyasint"`
+	LastHeartbeat int64          `cbor:"4,keyasint"` // unix nanoseconds
+	Targets       []TargetReport `cbor:"5,keyasint,omitempty"`
+	Disks         []DiskReport   `cbor:"6,keyasint,omitempty"`
+}
+
+// MgmtdStatus is one cluster manager.
+type MgmtdStatus struct {
+	ID      string `cbor:"1,keyasint"`
+	Addr    string `cbor:"2,keyasint"`
+	Primary bool   `cbor:"3,keyasint,omitempty"`
+}
+
+// ListNodesResp lists storage nodes and cluster managers.
+type ListNodesResp struct {
+	Nodes  []NodeStatus  `cbor:"1,keyasint"`
+	Mgmtds []MgmtdStatus `cbor:"2,keyasint"`
+}
+
+// Client is a typed stub over an rpc.Client.
+type Client struct{ RPC *rpc.Client }
+
+func (c Client) Heartbeat(ctx context.Context, addr string, req *HeartbeatReq) (*HeartbeatResp, error) {
+	resp, _, err := rpc.Call[HeartbeatReq, HeartbeatResp](ctx, c.RPC, addr, MethodHeartbeat, req, nil)
+	return resp, err
+}
+
+func (c Client) GetRouting(ctx context.Context, addr string, have uint64) (*GetRoutingResp, error) {
+	resp, _, err := rpc.Call[GetRoutingReq, GetRoutingResp](ctx, c.RPC, addr, MethodGetRouting, &GetRoutingReq{Have: have}, nil)
+	return resp, err
+}
+
+func (c Client) GetPrimary(ctx context.Context, addr string) (*GetPrimaryResp, error) {
+	resp, _, err := rpc.Call[GetPrimaryReq, GetPrimaryResp](ctx, c.RPC, addr, MethodGetPrimary, &GetPrimaryReq{}, nil)
+	return resp, err
+}
+
+func (c Client) SetChains(ctx context.Context, addr string, req *SetChainsReq) (*SetChainsResp, error) {
+	resp, _, err := rpc.Call[SetChainsReq, SetChainsResp](ctx, c.RPC, addr, MethodSetChains, req, nil)
+	return resp, err
+}
+
+func (c Client) SetTargetHeld(ctx context.Context, addr string, req *SetTargetHeldReq) (*SetTargetHeldResp, error) {
+	resp, _, err := rpc.Call[SetTargetHeldReq, SetTargetHeldResp](ctx, c.RPC, addr, MethodSetTargetHeld, req, nil)
+	return resp, err
+}
+
+func (c Client) ListNodes(ctx context.Context, addr string) (*ListNodesResp, error) {
+	resp, _, err := rpc.Call[ListNodesReq, ListNodesResp](ctx, c.RPC, addr, MethodListNodes, &ListNodesReq{}, nil)
+	return resp, err
+}
