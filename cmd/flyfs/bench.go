@@ -5,6 +5,7 @@ import (
 
 	"github.com/flyfs/flyfs/core/kv/kvbench"
 	"github.com/flyfs/flyfs/core/rpc/rpcbench"
+	"github.com/flyfs/flyfs/storaged/storagebench"
 	"github.com/spf13/cobra"
 )
 
@@ -13,7 +14,7 @@ func benchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure flyfs parts against their baselines, side by side in one run",
 	}
-	cmd.AddCommand(benchKVCmd(), benchRPCCmd())
+	cmd.AddCommand(benchKVCmd(), benchRPCCmd(), benchStorageCmd())
 	return cmd
 }
 
@@ -60,5 +61,31 @@ a raw TCP loop moving the same bytes. Target: payload throughput >= 0.6x raw TCP
 		},
 	}
 	cmd.Flags().DurationVar(&cfg.Duration, "duration", 3*time.Second, "time per measurement")
+	return cmd
+}
+
+func benchStorageCmd() *cobra.Command {
+	var cfg storagebench.Config
+	cmd := &cobra.Command{
+		Use:   "storage",
+		Short: "Chunk storage: one engine vs a CRAQ chain of 3 on loopback; 4 KiB reads batched vs not",
+		Long: `Measures, in one run with the same sync setting: 1 MiB chunk writes and reads
+through one chunk engine (the baseline), the same through a chain of three
+storaged on loopback (writes replicated by CRAQ, reads spread over the replicas),
+and 4 KiB random reads batched 32 per RPC against one per RPC.
+Targets: chain writes >= 0.28x one engine; spread reads >= 1.0x one engine.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			_, err := storagebench.Run(cmd.Context(), cfg, cmd.OutOrStdout())
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&cfg.Dir, "dir", "", "scratch directory on the disk to measure (default: a temporary one)")
+	cmd.Flags().DurationVar(&cfg.Duration, "duration", 3*time.Second, "time per measurement")
+	cmd.Flags().IntVar(&cfg.Concurrency, "concurrency", 8, "concurrent callers")
+	cmd.Flags().BoolVar(&cfg.NoSync, "no-sync", false, "skip fsyncs on both sides")
 	return cmd
 }

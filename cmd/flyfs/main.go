@@ -31,7 +31,7 @@ FLYFS_<FLAG> (upper case, dashes as underscores), e.g. FLYFS_DATA=/srv/flyfs.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(versionCmd(), serverCmd(), benchCmd())
+	root.AddCommand(versionCmd(), serverCmd(), storagedCmd(), benchCmd())
 	for _, r := range pendingRoles {
 		root.AddCommand(pendingCmd(r))
 	}

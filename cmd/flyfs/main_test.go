@@ -41,9 +41,9 @@ func TestVersion(t *testing.T) {
 }
 
 func TestPendingRoleSaysSoAndFails(t *testing.T) {
-	_, err := run(t, "storaged", "--data", "/x")
+	_, err := run(t, "metad", "--data", "/x")
 	if err == nil || !strings.Contains(err.Error(), "not built yet") {
-		t.Fatalf("storaged: %v", err)
+		t.Fatalf("metad: %v", err)
 	}
 	out, err := run(t, "mount", "--help")
 	if err != nil || !strings.Contains(out, "Mount flyfs") {

@@ -196,3 +196,81 @@ func (c *ChunkIO) retry(ctx context.Context, op func(*routing.Info) error) error
 		}
 	}
 }
+
+// ReadResult is one IO's outcome in a BatchRead.
+type ReadResult struct {
+	Data []byte
+	Err  error // ErrChunkNotFound for a missing chunk
+}
+
+// BatchRead reads many ranges, one RPC per chain (to one of its serving
+// replicas, spread round-robin). IOs that fail with a retryable error are
+// retried, one by one, through Read.
+func (c *ChunkIO) BatchRead(ctx context.Context, ios []ReadIO, relaxed bool) []ReadResult {
+	out := make([]ReadResult, len(ios))
+	byChain := map[routing.ChainID][]int{}
+	for i, io := range ios {
+		byChain[io.Chain] = append(byChain[io.Chain], i)
+	}
+	info := c.routing.Current()
+	var wg sync.WaitGroup
+	for chainID, idx := range byChain {
+		wg.Add(1)
+		go func(chainID routing.ChainID, idx []int) {
+			defer wg.Done()
+			err := c.batchOnce(ctx, info, chainID, idx, ios, out, relaxed)
+			for _, i := range idx {
+				if err != nil {
+					out[i].Err = err
+				}
+				if out[i].Err != nil && retryable(out[i].Err) {
+					out[i].Data, out[i].Err = c.Read(ctx, ios[i], relaxed)
+				}
+			}
+		}(chainID, idx)
+	}
+	wg.Wait()
+	return out
+}
+
+func (c *ChunkIO) batchOnce(ctx context.Context, info *routing.Info, chainID routing.ChainID, idx []int, ios []ReadIO, out []ReadResult, relaxed bool) error {
+	chain, ok := info.Chain(chainID)
+	if !ok {
+		return rpc.Errorf(storageapi.CodeNoTarget, "chain %d not in routing", chainID)
+	}
+	replicas := chain.Readable()
+	if len(replicas) == 0 {
+		return rpc.Errorf(rpc.Unavailable, "chain %d has no serving target", chainID)
+	}
+	t := replicas[c.rr.Add(1)%uint64(len(replicas))]
+	addr, _ := info.Addr(t.Node)
+	req := &storageapi.BatchReadReq{Relaxed: relaxed, IOs: make([]storageapi.ReadIO, len(idx))}
+	for j, i := range idx {
+		req.IOs[j] = storageapi.ReadIO{Key: storageapi.Key{Chain: uint32(chainID), ChainVer: chain.Version, Chunk: ios[i].Chunk},
+			Offset: ios[i].Offset, Length: ios[i].Length}
+	}
+	resp, data, err := c.storage.BatchRead(ctx, addr, req)
+	if err != nil {
+		return err
+	}
+	if len(resp.Results) != len(idx) {
+		return rpc.Errorf(rpc.Internal, "batch read answered %d results for %d", len(resp.Results), len(idx))
+	}
+	off := 0
+	for j, i := range idx {
+		r := resp.Results[j]
+		if err := r.Err(); err != nil {
+			if rpc.CodeOf(err) == rpc.NotFound {
+				err = ErrChunkNotFound
+			}
+			out[i].Err = err
+			continue
+		}
+		if off+int(r.Len) > len(data) {
+			return rpc.Errorf(rpc.Internal, "batch read payload too short")
+		}
+		out[i].Data = data[off : off+int(r.Len) : off+int(r.Len)]
+		off += int(r.Len)
+	}
+	return nil
+}

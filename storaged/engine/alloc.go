@@ -1,0 +1,259 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// dataFile is one data file of a size class, carved into blocks of that
+// class. The bitmap is in memory only: it is rebuilt at Open from the
+// records, so "used" means referenced by a record or pinned by a Handle.
+type dataFile struct {
+	f     *os.File // set at open, never changes
+	class uint8
+	idx   uint8
+
+	// Guarded by the owning classAlloc.mu.
+	nblocks uint32   // blocks backed by the file (preallocated)
+	used    []uint64 // bit i set: block i is in use; covers at least nblocks bits
+	nused   uint32
+	hint    int // no free bit below word hint
+}
+
+func (d *dataFile) isUsed(i uint32) bool { return d.used[i/64]&(1<<(i%64)) != 0 }
+
+// ensure makes the bitmap cover n blocks.
+func (d *dataFile) ensure(n uint32) {
+	if w := int((n + 63) / 64); w > len(d.used) {
+		d.used = append(d.used, make([]uint64, w-len(d.used))...)
+	}
+}
+
+func (d *dataFile) set(i uint32) {
+	d.used[i/64] |= 1 << (i % 64)
+	d.nused++
+}
+
+func (d *dataFile) clear(i uint32) {
+	d.used[i/64] &^= 1 << (i % 64)
+	d.nused--
+	if w := int(i / 64); w < d.hint {
+		d.hint = w
+	}
+}
+
+// findFree returns the lowest free block; the caller checked nused < nblocks.
+func (d *dataFile) findFree() (uint32, bool) {
+	for w := d.hint; w < len(d.used); w++ {
+		if d.used[w] == ^uint64(0) {
+			continue
+		}
+		d.hint = w
+		i := uint32(w*64 + bits.TrailingZeros64(^d.used[w]))
+		if i < d.nblocks {
+			return i, true
+		}
+		break
+	}
+	return 0, false
+}
+
+// classAlloc allocates blocks of one size class over filesPerClass files.
+type classAlloc struct {
+	mu    sync.Mutex
+	files [filesPerClass]*dataFile
+	next  int // round-robin start, spreads concurrent writers over the files
+}
+
+// allocator owns the data files and the free-block bitmaps.
+//
+// Invariant: a block is handed out by alloc only if its bit is clear, and its
+// bit is set until free is called for it; so two live owners never share a
+// block. Freed blocks are reused before any file grows.
+type allocator struct {
+	dir           string
+	groupBlocks   int   // blocks preallocated per growth
+	maxGroupBytes int64 // cap of one growth in bytes (large classes)
+	reserve       int64 // free bytes to leave on the filesystem (for Pebble)
+	classes       [NumClasses]classAlloc
+}
+
+func openAllocator(dir string, groupBlocks int, maxGroupBytes, reserve int64) (*allocator, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("engine: create %s: %w", dir, err)
+	}
+	a := &allocator{dir: dir, groupBlocks: groupBlocks, maxGroupBytes: maxGroupBytes, reserve: reserve}
+	for c := range uint8(NumClasses) {
+		for i := range uint8(filesPerClass) {
+			name := filepath.Join(dir, fmt.Sprintf("%s.%d", className(c), i))
+			f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+			if err != nil {
+				a.close()
+				return nil, fmt.Errorf("engine: open data file: %w", err)
+			}
+			st, err := f.Stat()
+			if err != nil {
+				f.Close()
+				a.close()
+				return nil, fmt.Errorf("engine: stat data file: %w", err)
+			}
+			d := &dataFile{f: f, class: c, idx: i, nblocks: uint32(st.Size() / blockSize(c))}
+			d.ensure(d.nblocks)
+			a.classes[c].files[i] = d
+		}
+	}
+	return a, nil
+}
+
+func (a *allocator) close() error {
+	var first error
+	for c := range a.classes {
+		for _, d := range a.classes[c].files {
+			if d != nil {
+				if err := d.f.Close(); err != nil && first == nil {
+					first = err
+				}
+			}
+		}
+	}
+	return first
+}
+
+// file returns the data file of loc; loc must be valid (class < NumClasses,
+// file < filesPerClass), which decodeRecord guarantees.
+func (a *allocator) file(loc blockLoc) *os.File { return a.classes[loc.class].files[loc.file].f }
+
+// markUsed records at Open that a record references loc. It fails if the
+// block lies past the end of its data file (the record cannot be right: data
+// is made durable, file size included, before a record points at it) or if
+// another record already claimed it.
+func (a *allocator) markUsed(loc blockLoc) error {
+	ca := &a.classes[loc.class]
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	d := ca.files[loc.file]
+	switch {
+	case loc.index >= d.nblocks:
+		return fmt.Errorf("%w: block %v beyond the end of its data file (%d blocks)", ErrChecksum, loc, d.nblocks)
+	case d.isUsed(loc.index):
+		return fmt.Errorf("%w: block %v already used by another chunk", ErrChecksum, loc)
+	}
+	d.set(loc.index)
+	return nil
+}
+
+// alloc returns a free block of class c, growing a data file if none is free.
+// On a full filesystem it returns an error wrapping ErrNoSpace.
+func (a *allocator) alloc(c uint8) (blockLoc, error) {
+	ca := &a.classes[c]
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	for k := range filesPerClass {
+		d := ca.files[(ca.next+k)%filesPerClass]
+		if d.nused < d.nblocks {
+			if i, ok := d.findFree(); ok {
+				ca.next = (ca.next + k + 1) % filesPerClass
+				d.set(i)
+				return blockLoc{class: c, file: d.idx, index: i}, nil
+			}
+		}
+	}
+	d := ca.files[0]
+	for _, f := range ca.files[1:] {
+		if f.nblocks < d.nblocks {
+			d = f
+		}
+	}
+	if err := a.grow(d); err != nil {
+		return blockLoc{}, err
+	}
+	i, ok := d.findFree()
+	if !ok {
+		return blockLoc{}, fmt.Errorf("engine: allocator: no free block after growing %s", d.f.Name())
+	}
+	d.set(i)
+	return blockLoc{class: c, file: d.idx, index: i}, nil
+}
+
+// grow preallocates a group of blocks at the end of d. If the filesystem
+// cannot hold a whole group (or would drop below the reserve), smaller
+// groups are tried down to one block before giving up with ErrNoSpace.
+func (a *allocator) grow(d *dataFile) error {
+	bs := blockSize(d.class)
+	n := int64(a.groupBlocks)
+	if limit := a.maxGroupBytes / bs; n > limit {
+		n = max(limit, 1)
+	}
+	var last error
+	for ; n >= 1; n /= 2 {
+		need := n * bs
+		if a.reserve > 0 {
+			var st unix.Statfs_t
+			if err := unix.Statfs(a.dir, &st); err == nil {
+				if avail := int64(st.Bavail) * int64(st.Bsize); avail-need < a.reserve {
+					last = fmt.Errorf("%w: %d bytes free, %d needed + %d reserved", ErrNoSpace, avail, need, a.reserve)
+					continue
+				}
+			}
+		}
+		err := fallocate(d.f, int64(d.nblocks)*bs, need)
+		if err == nil {
+			d.nblocks += uint32(n)
+			d.ensure(d.nblocks)
+			return nil
+		}
+		if !errors.Is(err, ErrNoSpace) {
+			return err
+		}
+		last = err
+	}
+	return fmt.Errorf("engine: grow %s: %w", d.f.Name(), last)
+}
+
+// free returns loc to the free pool.
+func (a *allocator) free(loc blockLoc) {
+	ca := &a.classes[loc.class]
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	d := ca.files[loc.file]
+	if loc.index < d.nblocks && d.isUsed(loc.index) {
+		d.clear(loc.index)
+	}
+}
+
+// ClassStats describes the blocks of one size class.
+type ClassStats struct {
+	BlockSize  int64
+	Blocks     int64 // preallocated blocks
+	UsedBlocks int64 // referenced by a chunk or pinned by a handle
+}
+
+func (a *allocator) stats() (cs [NumClasses]ClassStats, allocated int64) {
+	for c := range a.classes {
+		ca := &a.classes[c]
+		ca.mu.Lock()
+		cs[c].BlockSize = blockSize(uint8(c))
+		for _, d := range ca.files {
+			cs[c].Blocks += int64(d.nblocks)
+			cs[c].UsedBlocks += int64(d.nused)
+		}
+		ca.mu.Unlock()
+		allocated += cs[c].Blocks * cs[c].BlockSize
+	}
+	return cs, allocated
+}
+
+// isUsed reports whether loc's bit is set (Verify).
+func (a *allocator) isUsed(loc blockLoc) bool {
+	ca := &a.classes[loc.class]
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	d := ca.files[loc.file]
+	return loc.index < d.nblocks && d.isUsed(loc.index)
+}

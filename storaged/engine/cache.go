@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+)
+
+// block is a physical block in use by one chunk.
+//
+// refs counts the owners that keep the block from being reused: 1 while a
+// chunk's current version points at it, plus 1 per open Handle. The block
+// returns to the allocator when refs drops to 0, so a Handle keeps reading
+// the content it was opened on even after a copy-on-write update.
+type block struct {
+	loc  blockLoc
+	refs atomic.Int32
+	// written is the largest Len of any version ever on this block. Bytes past
+	// written are seen by no reader, so an append may write there in place.
+	// Guarded by the chunk's key lock.
+	written uint32
+}
+
+// version is an immutable snapshot of a chunk: what a Handle reads.
+type version struct {
+	meta Meta
+	crcs []uint32 // never modified after publication; shared between versions
+	blk  *block   // nil iff meta.Len == 0
+}
+
+const (
+	numShards = 64
+	numLocks  = 1024
+)
+
+// shard is one slice of the in-memory index key -> current version.
+type shard struct {
+	mu sync.RWMutex
+	m  map[Key]*version
+	_  [32]byte // keep shards on separate cache lines
+}
+
+func keyHash(k Key) uint64 {
+	a := binary.LittleEndian.Uint64(k.Chunk[:8])
+	b := binary.LittleEndian.Uint64(k.Chunk[8:])
+	h := (a ^ uint64(k.Chain)<<32) * 0x9E3779B97F4A7C15
+	h ^= b * 0xC2B2AE3D27D4EB4F
+	return h ^ h>>29
+}
+
+func (e *Engine) shard(k Key) *shard { return &e.shards[keyHash(k)%numShards] }
+
+// keyLock serialises writers of one key (and a few unrelated keys sharing
+// the stripe). The layer above already serialises writes per chunk; the
+// engine still must not corrupt itself if it does not.
+func (e *Engine) keyLock(k Key) *sync.Mutex { return &e.locks[(keyHash(k)>>16)%numLocks] }
+
+// current returns k's current version without taking a reference. Only
+// writers holding the key lock may use the result beyond the shard lock:
+// the version cannot be replaced (so its block cannot be freed) meanwhile.
+func (e *Engine) current(k Key) *version {
+	sh := e.shard(k)
+	sh.mu.RLock()
+	v := sh.m[k]
+	sh.mu.RUnlock()
+	return v
+}
+
+// install makes v (nil: none) the current version of k.
+func (e *Engine) install(k Key, v *version) {
+	sh := e.shard(k)
+	sh.mu.Lock()
+	if v == nil {
+		delete(sh.m, k)
+	} else {
+		sh.m[k] = v
+	}
+	sh.mu.Unlock()
+}
+
+// unref drops one reference to b, freeing the block on the last one.
+func (e *Engine) unref(b *block) {
+	if n := b.refs.Add(-1); n == 0 {
+		e.alloc.free(b.loc)
+	} else if n < 0 {
+		e.log.Error("engine: block reference count below zero", "block", b.loc.String())
+	}
+}

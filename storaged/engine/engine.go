@@ -1,0 +1,276 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/flyfs/flyfs/core/kv/pebblekv"
+)
+
+// Engine is the chunk store of one disk. All methods are safe for concurrent
+// use. Writers of one key are serialised internally; readers never block
+// writers and always see one whole version of a chunk.
+type Engine struct {
+	dir   string
+	opts  Options
+	log   *slog.Logger
+	db    *pebble.DB
+	wopts *pebble.WriteOptions
+	alloc *allocator
+
+	shards [numShards]shard
+	locks  [numLocks]sync.Mutex
+
+	// life is held shared by metadata operations and exclusively by Close,
+	// so Close waits for them and none runs on a closed Pebble.
+	life   sync.RWMutex
+	closed atomic.Bool
+
+	ro       atomic.Bool
+	roMu     sync.Mutex
+	roReason string
+
+	// bad holds keys whose record is corrupt: Get reports ErrChecksum, a
+	// Replace or Remove repairs them.
+	badMu sync.Mutex
+	bad   map[Key]error
+	nbad  atomic.Int32
+
+	chunks         atomic.Int64
+	usedBytes      atomic.Int64
+	checksumErrors atomic.Int64
+	corruptRecords atomic.Int64
+}
+
+// Open opens (creating if needed) the engine in dir. It loads every chunk
+// record into memory and rebuilds the free-block bitmaps from them.
+func Open(dir string, opts Options) (*Engine, error) {
+	opts.setDefaults()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("engine: open %s: %w", dir, err)
+	}
+	e := &Engine{dir: dir, opts: opts, log: opts.Logger.With("engine", dir), bad: map[Key]error{}}
+	e.wopts = pebble.NoSync
+	if opts.Sync {
+		e.wopts = pebble.Sync
+	}
+	for i := range e.shards {
+		e.shards[i].m = map[Key]*version{}
+	}
+	db, err := pebble.Open(filepath.Join(dir, "meta"), &pebble.Options{
+		Logger:       pebblekv.QuietLogger{},
+		CacheSize:    opts.MetaCacheSize,
+		MemTableSize: opts.MetaMemTableSize,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("engine: open metadata in %s: %w", dir, err)
+	}
+	e.db = db
+	if err := e.checkFormat(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	e.alloc, err = openAllocator(filepath.Join(dir, "data"), opts.GroupBlocks, opts.MaxGroupBytes, opts.ReserveBytes)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := e.load(); err != nil {
+		e.alloc.close()
+		db.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Engine) checkFormat() error {
+	v, closer, err := e.db.Get(formatKey)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		if err := e.db.Set(formatKey, binary.LittleEndian.AppendUint32(nil, formatVersion), pebble.Sync); err != nil {
+			return fmt.Errorf("engine: write format version: %w", err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("engine: read format version: %w", err)
+	}
+	defer closer.Close()
+	if len(v) != 4 || binary.LittleEndian.Uint32(v) != formatVersion {
+		return fmt.Errorf("engine: %s: unsupported format %x: %w", e.dir, v, ErrInvalid)
+	}
+	return nil
+}
+
+// load fills the index and the allocator bitmaps from the records. Corrupt
+// records do not fail the open: their keys report ErrChecksum until repaired.
+func (e *Engine) load() error {
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixChunk}, UpperBound: []byte{prefixChunk + 1}})
+	if err != nil {
+		return fmt.Errorf("engine: scan metadata: %w", err)
+	}
+	owner := map[blockLoc]Key{}
+	for ok := it.First(); ok; ok = it.Next() {
+		k, kok := decodeKey(it.Key())
+		if !kok {
+			e.corruptRecords.Add(1)
+			e.log.Error("engine: malformed metadata key", "key", fmt.Sprintf("%x", it.Key()))
+			continue
+		}
+		val, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return fmt.Errorf("engine: scan metadata: %w", err)
+		}
+		r, err := decodeRecord(val)
+		if err != nil {
+			e.markBad(k, err)
+			continue
+		}
+		var b *block
+		if r.meta.Len > 0 {
+			if err := e.alloc.markUsed(r.loc); err != nil {
+				if other, ok := owner[r.loc]; ok {
+					err = fmt.Errorf("%w (%v)", err, other)
+				}
+				e.markBad(k, err)
+				continue
+			}
+			owner[r.loc] = k
+			b = &block{loc: r.loc, written: r.meta.Len}
+			b.refs.Store(1)
+		}
+		e.shard(k).m[k] = &version{meta: r.meta, crcs: r.crcs, blk: b}
+		e.chunks.Add(1)
+		e.usedBytes.Add(int64(r.meta.Len))
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("engine: scan metadata: %w", err)
+	}
+	return nil
+}
+
+func (e *Engine) markBad(k Key, err error) {
+	e.corruptRecords.Add(1)
+	e.log.Error("engine: corrupt chunk record", "chunk", k.String(), "err", err)
+	e.badMu.Lock()
+	if _, ok := e.bad[k]; !ok {
+		e.nbad.Add(1)
+	}
+	e.bad[k] = err
+	e.badMu.Unlock()
+}
+
+// badErr returns the corruption error of k, or nil.
+func (e *Engine) badErr(k Key) error {
+	if e.nbad.Load() == 0 {
+		return nil
+	}
+	e.badMu.Lock()
+	defer e.badMu.Unlock()
+	return e.bad[k]
+}
+
+func (e *Engine) clearBad(k Key) {
+	if e.nbad.Load() == 0 {
+		return
+	}
+	e.badMu.Lock()
+	if _, ok := e.bad[k]; ok {
+		delete(e.bad, k)
+		e.nbad.Add(-1)
+	}
+	e.badMu.Unlock()
+}
+
+// Close closes the engine. It waits for running updates; Handles still open
+// fail their reads with ErrClosed.
+func (e *Engine) Close() error {
+	e.life.Lock()
+	defer e.life.Unlock()
+	if e.closed.Swap(true) {
+		return nil
+	}
+	err := e.db.Close()
+	if aerr := e.alloc.close(); err == nil {
+		err = aerr
+	}
+	if err != nil {
+		return fmt.Errorf("engine: close %s: %w", e.dir, err)
+	}
+	return nil
+}
+
+// begin enters a metadata operation; end leaves it.
+func (e *Engine) begin() error {
+	e.life.RLock()
+	if e.closed.Load() {
+		e.life.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (e *Engine) end() { e.life.RUnlock() }
+
+// setReadOnly stops further writes; the first reason sticks.
+func (e *Engine) setReadOnly(reason string) {
+	e.roMu.Lock()
+	defer e.roMu.Unlock()
+	if e.ro.Load() {
+		return
+	}
+	e.roReason = reason
+	e.ro.Store(true)
+	e.log.Error("engine: now read-only", "reason", reason)
+}
+
+func (e *Engine) readOnlyReason() string {
+	e.roMu.Lock()
+	defer e.roMu.Unlock()
+	return e.roReason
+}
+
+// Get returns a Handle on the current version of k: its metadata and a
+// consistent view of its content, valid until Release even if k is updated
+// or removed meanwhile. O(1): it only consults the in-memory index.
+func (e *Engine) Get(k Key) (*Handle, error) {
+	if e.closed.Load() {
+		return nil, ErrClosed
+	}
+	sh := e.shard(k)
+	sh.mu.RLock()
+	v := sh.m[k]
+	if v != nil && v.blk != nil {
+		v.blk.refs.Add(1) // under the shard lock: v is current, so refs >= 1
+	}
+	sh.mu.RUnlock()
+	if v == nil {
+		if err := e.badErr(k); err != nil {
+			return nil, fmt.Errorf("engine: get %v: %w", k, err)
+		}
+		return nil, fmt.Errorf("engine: get %v: %w", k, ErrNotFound)
+	}
+	return &Handle{e: e, key: k, v: v}, nil
+}
+
+// GetMeta returns the metadata of k without pinning its content.
+func (e *Engine) GetMeta(k Key) (Meta, error) {
+	if e.closed.Load() {
+		return Meta{}, ErrClosed
+	}
+	if v := e.current(k); v != nil {
+		return v.meta, nil
+	}
+	if err := e.badErr(k); err != nil {
+		return Meta{}, fmt.Errorf("engine: get %v: %w", k, err)
+	}
+	return Meta{}, fmt.Errorf("engine: get %v: %w", k, ErrNotFound)
+}

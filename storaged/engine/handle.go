@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+)
+
+// Handle is a reference to one version of a chunk. Its content stays
+// readable (the block is not reused) until Release, whatever happens to the
+// chunk meanwhile. A Handle may be read from several goroutines.
+type Handle struct {
+	e        *Engine
+	key      Key
+	v        *version
+	released atomic.Bool
+}
+
+// Key returns the chunk's key.
+func (h *Handle) Key() Key { return h.key }
+
+// Meta returns the metadata of the version the handle holds.
+func (h *Handle) Meta() Meta { return h.v.meta }
+
+// Release drops the handle's reference. Further reads fail with ErrInvalid;
+// releasing twice is harmless. Release must not race with a ReadAt on the
+// same handle (the block may be reused under the read).
+func (h *Handle) Release() {
+	if h.released.Swap(true) {
+		return
+	}
+	if h.v.blk != nil {
+		h.e.unref(h.v.blk)
+	}
+}
+
+// ReadAt reads content at off into p. Every segment the read touches is
+// verified against its CRC32C first; on a mismatch nothing is returned
+// (ErrChecksum, counted in Stats). Like io.ReaderAt it returns io.EOF with
+// a short count when the read reaches past Len.
+func (h *Handle) ReadAt(p []byte, off int64) (int, error) {
+	if h.released.Load() {
+		return 0, fmt.Errorf("engine: read %v: %w: handle released", h.key, ErrInvalid)
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("engine: read %v: %w: negative offset %d", h.key, ErrInvalid, off)
+	}
+	size := int64(h.v.meta.Len)
+	if off >= size {
+		if len(p) == 0 && off == size {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	n := min(int64(len(p)), size-off)
+	if n == 0 {
+		return 0, nil
+	}
+	if err := h.e.readVerified(h.key, h.v, p[:n], off); err != nil {
+		clear(p[:n])
+		return 0, err
+	}
+	if n < int64(len(p)) {
+		return int(n), io.EOF
+	}
+	return int(n), nil
+}
+
+// segPool holds SegmentSize scratch buffers for partial-segment reads and
+// read-modify-write of edge segments.
+var segPool = sync.Pool{New: func() any { b := make([]byte, SegmentSize); return &b }}
+
+func getSeg() *[]byte  { return segPool.Get().(*[]byte) }
+func putSeg(b *[]byte) { segPool.Put(b) }
+
+// readVerified fills p with content [off, off+len(p)) of v, which must lie
+// within v's length. Runs of whole segments are read straight into p (one
+// pread) and verified in place; partial segments at either end go through
+// a scratch buffer because their CRC covers bytes outside p.
+func (e *Engine) readVerified(k Key, v *version, p []byte, off int64) error {
+	f := e.alloc.file(v.blk.loc)
+	base := v.blk.loc.offset()
+	size := int64(v.meta.Len)
+	end := off + int64(len(p))
+	s := off / SegmentSize
+	for pos := off; pos < end; {
+		segLo := s * SegmentSize
+		segHi := min(segLo+SegmentSize, size)
+		if pos == segLo && segHi <= end {
+			runEnd, t := segHi, s+1
+			for runEnd < end {
+				next := min(runEnd+SegmentSize, size)
+				if next > end {
+					break
+				}
+				runEnd, t = next, t+1
+			}
+			buf := p[pos-off : runEnd-off]
+			if err := preadFull(f, buf, base+pos); err != nil {
+				return e.readFailed(k, v, s, err)
+			}
+			for i := s; i < t; i++ {
+				lo := (i - s) * SegmentSize
+				if got := crc(buf[lo:min(lo+SegmentSize, int64(len(buf)))]); got != v.crcs[i] {
+					return e.checksumMismatch(k, v, i, got)
+				}
+			}
+			pos, s = runEnd, t
+			continue
+		}
+		sb := getSeg()
+		seg := (*sb)[:segHi-segLo]
+		if err := preadFull(f, seg, base+segLo); err != nil {
+			putSeg(sb)
+			return e.readFailed(k, v, s, err)
+		}
+		if got := crc(seg); got != v.crcs[s] {
+			putSeg(sb)
+			return e.checksumMismatch(k, v, s, got)
+		}
+		hi := min(segHi, end)
+		copy(p[pos-off:hi-off], seg[pos-segLo:hi-segLo])
+		putSeg(sb)
+		pos, s = hi, s+1
+	}
+	return nil
+}
+
+func (e *Engine) checksumMismatch(k Key, v *version, seg int64, got uint32) error {
+	e.checksumErrors.Add(1)
+	e.log.Error("engine: checksum mismatch", "chunk", k.String(), "block", v.blk.loc.String(),
+		"segment", seg, "want", fmt.Sprintf("%08x", v.crcs[seg]), "got", fmt.Sprintf("%08x", got))
+	return fmt.Errorf("engine: read %v segment %d (block %v): %w", k, seg, v.blk.loc, ErrChecksum)
+}
+
+// readFailed reports an I/O error; a short data file counts as corruption.
+func (e *Engine) readFailed(k Key, v *version, seg int64, err error) error {
+	if isChecksum(err) {
+		e.checksumErrors.Add(1)
+		e.log.Error("engine: chunk data missing", "chunk", k.String(), "block", v.blk.loc.String(), "segment", seg, "err", err)
+	}
+	return fmt.Errorf("engine: read %v segment %d: %w", k, seg, err)
+}

@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+)
+
+const (
+	// SegmentSize is the checksum granularity: one CRC32C per 64 KiB of content.
+	SegmentSize = 64 << 10
+	// NumClasses is the number of block size classes: 64 KiB << 0..10.
+	NumClasses = 11
+	// MinBlockSize is the block size of class 0.
+	MinBlockSize = 64 << 10
+	// MaxChunkSize is the largest chunk size (and block size, class 10).
+	MaxChunkSize = MinBlockSize << (NumClasses - 1)
+
+	// filesPerClass is the fixed number of data files per size class. Blocks
+	// of a class are spread over them; groups are appended to the shortest.
+	filesPerClass = 4
+
+	// noClass marks a record without a block (an empty chunk).
+	noClass = 0xFF
+)
+
+// ChunkID identifies a chunk within a chain: inode id (u64) then chunk index
+// (u64), both big-endian, so an inode's chunks are one contiguous key range.
+type ChunkID [16]byte
+
+// MakeChunkID builds the id of chunk index idx of inode ino.
+func MakeChunkID(ino, idx uint64) ChunkID {
+	var c ChunkID
+	binary.BigEndian.PutUint64(c[:8], ino)
+	binary.BigEndian.PutUint64(c[8:], idx)
+	return c
+}
+
+// Inode returns the inode half of the id.
+func (c ChunkID) Inode() uint64 { return binary.BigEndian.Uint64(c[:8]) }
+
+// Index returns the chunk index half of the id.
+func (c ChunkID) Index() uint64 { return binary.BigEndian.Uint64(c[8:]) }
+
+func (c ChunkID) String() string { return fmt.Sprintf("%016x:%016x", c.Inode(), c.Index()) }
+
+// Key is the engine-wide identity of a chunk.
+type Key struct {
+	Chain uint32
+	Chunk ChunkID
+}
+
+func (k Key) String() string { return fmt.Sprintf("%d/%s", k.Chain, k.Chunk) }
+
+// blockSize returns the block size of class c.
+func blockSize(c uint8) int64 { return int64(MinBlockSize) << c }
+
+// classFor returns the smallest class whose blocks hold n > 0 bytes
+// (n <= MaxChunkSize), or noClass for n == 0.
+func classFor(n uint32) uint8 {
+	if n == 0 {
+		return noClass
+	}
+	c := bits.Len32(n-1) - 16 // 64 KiB = 1<<16
+	if c < 0 {
+		c = 0
+	}
+	return uint8(c)
+}
+
+// className is the human readable block size of class c, used in file names.
+func className(c uint8) string {
+	s := blockSize(c)
+	if s >= 1<<20 {
+		return fmt.Sprintf("%dM", s>>20)
+	}
+	return fmt.Sprintf("%dK", s>>10)
+}
+
+// blockLoc is the physical location of a block: data file (class, file) and
+// block index within that file. The byte offset is index * blockSize(class).
+type blockLoc struct {
+	class uint8
+	file  uint8
+	index uint32
+}
+
+func (l blockLoc) offset() int64 { return int64(l.index) * blockSize(l.class) }
+
+func (l blockLoc) String() string {
+	return fmt.Sprintf("%s.%d#%d", className(l.class), l.file, l.index)
+}
+
+// segCount is the number of checksum segments of n bytes of content.
+func segCount(n uint32) int { return int((uint64(n) + SegmentSize - 1) / SegmentSize) }

@@ -1,0 +1,59 @@
+package engine
+
+import "log/slog"
+
+// Options configure an Engine.
+type Options struct {
+	// Sync makes every Apply/Commit/Remove durable before it returns: data
+	// files are fdatasync'ed before the metadata write that points at them,
+	// and the metadata write is synced. Production runs with Sync on; without
+	// it a crash of the machine (or, because Pebble's log is written in the
+	// background, of the process) may lose recent updates.
+	Sync bool
+	// Logger receives corruption and state-change reports. nil: discard.
+	Logger *slog.Logger
+
+	// GroupBlocks is how many blocks a data file grows by at a time
+	// (fallocate). Default 256.
+	GroupBlocks int
+	// MaxGroupBytes caps one growth in bytes, so large classes do not
+	// preallocate 256 x 64 MiB at once. Default 1 GiB.
+	MaxGroupBytes int64
+	// ReserveBytes is free space left on the filesystem for the metadata
+	// store: growth that would eat into it fails with ErrNoSpace. Pebble
+	// cannot survive running out of space, the data files can. Default
+	// 64 MiB; negative: no reserve.
+	ReserveBytes int64
+	// MetaMemTableSize is Pebble's memtable size (its WAL is preallocated at
+	// 110% of it). Default 4 MiB.
+	MetaMemTableSize uint64
+	// MetaCacheSize is Pebble's block cache size. Default 8 MiB.
+	MetaCacheSize int64
+}
+
+// DefaultOptions are the production settings: durable updates.
+func DefaultOptions() Options { return Options{Sync: true} }
+
+func (o *Options) setDefaults() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.GroupBlocks <= 0 {
+		o.GroupBlocks = 256
+	}
+	if o.MaxGroupBytes <= 0 {
+		o.MaxGroupBytes = 1 << 30
+	}
+	switch {
+	case o.ReserveBytes == 0:
+		o.ReserveBytes = 64 << 20
+	case o.ReserveBytes < 0:
+		o.ReserveBytes = 0
+	}
+	if o.MetaMemTableSize == 0 {
+		o.MetaMemTableSize = 4 << 20
+	}
+	if o.MetaCacheSize <= 0 {
+		o.MetaCacheSize = 8 << 20
+	}
+}

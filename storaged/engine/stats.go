@@ -1,0 +1,29 @@
+package engine
+
+// Stats is a snapshot of an engine's state.
+type Stats struct {
+	Chunks         int64 // chunks stored
+	UsedBytes      int64 // content bytes (sum of Len)
+	AllocatedBytes int64 // preallocated data file bytes (all blocks, used or free)
+	Classes        [NumClasses]ClassStats
+	ChecksumErrors int64 // reads (or update reads) that found corrupt or missing data
+	CorruptRecords int64 // metadata records found corrupt at Open
+	ReadOnly       bool
+	ReadOnlyReason string
+}
+
+// Stats returns current counters. Cheap enough for periodic reporting.
+func (e *Engine) Stats() Stats {
+	s := Stats{
+		Chunks:         e.chunks.Load(),
+		UsedBytes:      e.usedBytes.Load(),
+		ChecksumErrors: e.checksumErrors.Load(),
+		CorruptRecords: e.corruptRecords.Load(),
+		ReadOnly:       e.ro.Load(),
+	}
+	if s.ReadOnly {
+		s.ReadOnlyReason = e.readOnlyReason()
+	}
+	s.Classes, s.AllocatedBytes = e.alloc.stats()
+	return s
+}

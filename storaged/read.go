@@ -1,0 +1,78 @@
+package storaged
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/flyfs/flyfs/storaged/craq"
+	"github.com/flyfs/flyfs/storaged/engine"
+)
+
+// maxBatchReadBytes bounds one batch read's response payload.
+const maxBatchReadBytes = 64 << 20
+
+// handleBatchRead serves many chunk ranges in one call; each IO has its own
+// result, and the data of all of them travels in one payload.
+func (s *Server) handleBatchRead(ctx context.Context, req *storageapi.BatchReadReq, _ []byte) (*storageapi.BatchReadResp, []byte, error) {
+	var total uint64
+	for _, io := range req.IOs {
+		total += uint64(io.Length)
+	}
+	if total > maxBatchReadBytes {
+		return nil, nil, rpc.Errorf(rpc.ResourceExhausted, "batch read of %d bytes exceeds %d", total, maxBatchReadBytes)
+	}
+	resp := &storageapi.BatchReadResp{Results: make([]storageapi.ReadResult, len(req.IOs))}
+	out := make([]byte, 0, total)
+	for i, rio := range req.IOs {
+		n, commit, err := s.readOne(rio, req.Relaxed, out[len(out):len(out)+int(rio.Length)])
+		if err != nil {
+			code := rpc.CodeOf(wireError(err))
+			resp.Results[i] = storageapi.ReadResult{Code: code, Message: err.Error()}
+			continue
+		}
+		out = out[:len(out)+n]
+		resp.Results[i] = storageapi.ReadResult{Len: uint32(n), CommitVer: commit}
+	}
+	return resp, out, nil
+}
+
+// readOne reads one range into buf; short at the chunk's end.
+func (s *Server) readOne(rio storageapi.ReadIO, relaxed bool, buf []byte) (int, uint32, error) {
+	t, _, chain, err := s.route(rio.Key.Chain, rio.Key.ChainVer)
+	if err != nil {
+		return 0, 0, err
+	}
+	if i := chain.Index(t.id); i < 0 || chain.Targets[i].Public != routing.Serving {
+		return 0, 0, rpc.Errorf(storageapi.CodeTargetNotServing, "target %d of chain %d does not serve reads now", t.id, t.chain)
+	}
+	if uint64(rio.Offset)+uint64(rio.Length) > 1<<32 {
+		return 0, 0, rpc.Errorf(rpc.OutOfRange, "read of %d at %d", rio.Length, rio.Offset)
+	}
+	// The handle pins the version it was taken at: copy-on-write keeps that
+	// block intact until Release, so data and versions below always agree.
+	h, err := t.eng.Get(t.key(rio.Key.Chunk))
+	if errors.Is(err, engine.ErrNotFound) {
+		return 0, 0, rpc.Errorf(rpc.NotFound, "chunk %v not on chain %d", rio.Key.Chunk, t.chain)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	defer h.Release()
+	m := h.Meta()
+	switch craq.Read(craq.Local{Exists: true, CommitVer: m.CommitVer, UpdateVer: m.UpdateVer}, relaxed) {
+	case craq.ReadNotCommitted:
+		return 0, 0, rpc.Errorf(storageapi.CodeNotCommitted, "chunk %v has pending version %d over %d", rio.Key.Chunk, m.UpdateVer, m.CommitVer)
+	}
+	if rio.Offset >= m.Len {
+		return 0, m.CommitVer, nil
+	}
+	n, err := h.ReadAt(buf, int64(rio.Offset))
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, 0, err
+	}
+	return n, m.CommitVer, nil
+}

@@ -1,0 +1,179 @@
+package storaged
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/flyfs/flyfs/storaged/engine"
+)
+
+// TargetConfig places one storage target: the chain it belongs to for good,
+// and the disk (index into Config.Disks) that holds its chunks.
+type TargetConfig struct {
+	ID    routing.TargetID `json:"id"`
+	Chain routing.ChainID  `json:"chain"`
+	Disk  int              `json:"disk"`
+}
+
+// Config configures a storage service.
+type Config struct {
+	Node    routing.NodeID
+	Disks   []string // one chunk engine per directory
+	Targets []TargetConfig
+	Routing routing.Source
+	// RPC configures the server and the client that forwards to successors
+	// (token, logger, limits, a Dial hook for tests).
+	RPC rpc.Options
+	// NoSync acknowledges updates before data and metadata reach the disk.
+	NoSync bool
+	// ForwardTimeout bounds how long an update keeps retrying towards its
+	// successor (through routing changes) before failing. Default 30 s.
+	ForwardTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// Server is a storage service: its targets' chunks on its disks, and CRAQ
+// replication along their chains.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	engines []*engine.Engine
+	targets map[routing.ChainID]*target
+	rpc     *rpc.Server
+	peers   storageapi.Client
+	locks   *chunkLocks
+	dedup   *dedup
+
+	closeOnce sync.Once
+}
+
+type target struct {
+	id    routing.TargetID
+	chain routing.ChainID
+	disk  int
+	eng   *engine.Engine
+}
+
+// New opens the disks' engines and registers the RPC handlers.
+func New(cfg Config) (*Server, error) {
+	if cfg.Routing == nil {
+		return nil, errors.New("storaged: no routing source")
+	}
+	if len(cfg.Disks) == 0 {
+		return nil, errors.New("storaged: no disk directories")
+	}
+	if cfg.ForwardTimeout <= 0 {
+		cfg.ForwardTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{
+		cfg: cfg, log: cfg.Logger.With("node", cfg.Node),
+		targets: map[routing.ChainID]*target{},
+		locks:   newChunkLocks(), dedup: newDedup(10 * time.Minute),
+	}
+	for _, dir := range cfg.Disks {
+		e, err := engine.Open(dir, engine.Options{Sync: !cfg.NoSync, Logger: s.log})
+		if err != nil {
+			s.closeEngines()
+			return nil, fmt.Errorf("storaged: open disk %s: %w", dir, err)
+		}
+		s.engines = append(s.engines, e)
+	}
+	for _, tc := range cfg.Targets {
+		if tc.Disk < 0 || tc.Disk >= len(s.engines) {
+			s.closeEngines()
+			return nil, fmt.Errorf("storaged: target %d names disk %d of %d", tc.ID, tc.Disk, len(s.engines))
+		}
+		if _, dup := s.targets[tc.Chain]; dup {
+			s.closeEngines()
+			return nil, fmt.Errorf("storaged: two targets of chain %d on one node", tc.Chain)
+		}
+		s.targets[tc.Chain] = &target{id: tc.ID, chain: tc.Chain, disk: tc.Disk, eng: s.engines[tc.Disk]}
+	}
+	s.peers = storageapi.Client{RPC: rpc.NewClient(cfg.RPC)}
+	s.rpc = rpc.NewServer(cfg.RPC)
+	// Borrowing is safe: the engine copies the data, and forwarding ends before
+	// the handler returns.
+	rpc.Handle(s.rpc, storageapi.MethodWrite, s.handleWrite, rpc.BorrowPayload())
+	rpc.Handle(s.rpc, storageapi.MethodBatchRead, s.handleBatchRead)
+	rpc.Handle(s.rpc, storageapi.MethodRemoveChunks, s.handleRemoveChunks)
+	rpc.Handle(s.rpc, storageapi.MethodQueryLastChunk, s.handleQueryLastChunk)
+	rpc.Handle(s.rpc, storageapi.MethodDumpChunkMeta, s.handleDumpChunkMeta)
+	rpc.Handle(s.rpc, storageapi.MethodStats, s.handleStats)
+	return s, nil
+}
+
+// Serve serves RPCs on l until Close.
+func (s *Server) Serve(l net.Listener) error { return s.rpc.Serve(l) }
+
+// Close stops serving at once (open connections are cut) and closes the disks.
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.rpc.Close()
+		s.peers.RPC.Close()
+		err = s.closeEngines()
+	})
+	return err
+}
+
+func (s *Server) closeEngines() error {
+	var errs []error
+	for _, e := range s.engines {
+		errs = append(errs, e.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Engines exposes the disks' engines, for tests and stats.
+func (s *Server) Engines() []*engine.Engine { return s.engines }
+
+// route finds this node's target of the key's chain and checks the request's
+// chain version against the routing information.
+func (s *Server) route(chainID uint32, chainVer uint32) (*target, *routing.Info, *routing.Chain, error) {
+	t := s.targets[routing.ChainID(chainID)]
+	if t == nil {
+		return nil, nil, nil, rpc.Errorf(storageapi.CodeNoTarget, "node %d has no target of chain %d", s.cfg.Node, chainID)
+	}
+	info := s.cfg.Routing.Current()
+	chain, ok := info.Chain(routing.ChainID(chainID))
+	if !ok {
+		return nil, nil, nil, rpc.Errorf(storageapi.CodeNoTarget, "chain %d is not in routing version %d", chainID, info.Version)
+	}
+	if chain.Version != chainVer {
+		return nil, nil, nil, rpc.Errorf(storageapi.CodeChainVersion, "chain %d is at version %d, the request has %d", chainID, chain.Version, chainVer)
+	}
+	return t, info, chain, nil
+}
+
+func (t *target) key(c [16]byte) engine.Key {
+	return engine.Key{Chain: uint32(t.chain), Chunk: engine.ChunkID(c)}
+}
+
+func toWireMeta(chunk [16]byte, m engine.Meta) storageapi.ChunkMeta {
+	return storageapi.ChunkMeta{Chunk: chunk, ChainVer: m.ChainVer, CommitVer: m.CommitVer, UpdateVer: m.UpdateVer,
+		Len: m.Len, Checksum: m.Checksum, ChunkSize: m.ChunkSize}
+}
+
+func (s *Server) handleStats(ctx context.Context, _ *storageapi.StatsReq, _ []byte) (*storageapi.StatsResp, []byte, error) {
+	resp := &storageapi.StatsResp{Node: uint32(s.cfg.Node)}
+	for i, e := range s.engines {
+		st := e.Stats()
+		resp.Disks = append(resp.Disks, storageapi.DiskStats{Path: s.cfg.Disks[i], Chunks: uint64(st.Chunks), UsedBytes: uint64(st.UsedBytes),
+			AllocatedBytes: uint64(st.AllocatedBytes), ChecksumErrors: uint64(st.ChecksumErrors), ReadOnly: st.ReadOnly, ReadOnlyReason: st.ReadOnlyReason})
+	}
+	for _, t := range s.targets {
+		resp.Targets = append(resp.Targets, storageapi.TargetStats{Target: uint32(t.id), Chain: uint32(t.chain), Disk: t.disk})
+	}
+	return resp, nil, nil
+}

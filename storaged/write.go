@@ -1,0 +1,236 @@
+package storaged
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"time"
+
+	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/flyfs/flyfs/storaged/craq"
+	"github.com/flyfs/flyfs/storaged/engine"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// handleWrite runs one update at this hop: check routing, deduplicate at the
+// head, take the chunk's lock, apply as pending, forward to the successor,
+// commit on its ack, answer.
+func (s *Server) handleWrite(ctx context.Context, req *storageapi.WriteReq, data []byte) (*storageapi.WriteResp, []byte, error) {
+	t, _, chain, err := s.route(req.Key.Chain, req.Key.ChainVer)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.checkRole(t, chain, req.Forwarded); err != nil {
+		return nil, nil, err
+	}
+	if err := checkUpdate(req, data); err != nil {
+		return nil, nil, err
+	}
+	dedupOn := !req.Forwarded && req.Tag.Client != 0
+	if dedupOn {
+		cached, err := s.dedup.begin(req.Tag, req.Key.Chain)
+		if err != nil || cached != nil {
+			return cached, nil, err
+		}
+	}
+	resp, err := s.updateLocked(ctx, t, req, data)
+	err = wireError(err)
+	if dedupOn {
+		s.dedup.finish(req.Tag, req.Key.Chain, resp, err)
+	}
+	return resp, nil, err
+}
+
+// checkRole: a client's update must enter at the head; a forwarded one must
+// reach a target that takes writes.
+func (s *Server) checkRole(t *target, chain *routing.Chain, forwarded bool) error {
+	i := chain.Index(t.id)
+	if i < 0 {
+		return rpc.Errorf(storageapi.CodeNoTarget, "target %d is not in chain %d", t.id, t.chain)
+	}
+	state := chain.Targets[i].Public
+	if !forwarded {
+		if head, ok := chain.Head(); !ok || head.ID != t.id {
+			return rpc.Errorf(storageapi.CodeNotHead, "target %d is not the head of chain %d", t.id, t.chain)
+		}
+		return nil
+	}
+	if state != routing.Serving && state != routing.Syncing {
+		return rpc.Errorf(storageapi.CodeTargetNotServing, "target %d is %v", t.id, state)
+	}
+	return nil
+}
+
+func checkUpdate(req *storageapi.WriteReq, data []byte) error {
+	switch req.Kind {
+	case storageapi.KindWrite, storageapi.KindReplace:
+		if crc32.Checksum(data, castagnoli) != req.Checksum {
+			return rpc.Errorf(storageapi.CodeBadChecksum, "payload of %d bytes does not match its checksum", len(data))
+		}
+		if req.Kind == storageapi.KindReplace && req.Offset != 0 {
+			return rpc.Errorf(rpc.InvalidArgument, "a replace starts at offset 0, not %d", req.Offset)
+		}
+		if uint64(req.Offset)+uint64(len(data)) > uint64(req.ChunkSize) {
+			return rpc.Errorf(rpc.OutOfRange, "write of %d bytes at %d passes the chunk size %d", len(data), req.Offset, req.ChunkSize)
+		}
+	case storageapi.KindTruncate:
+		if req.Length > req.ChunkSize {
+			return rpc.Errorf(rpc.OutOfRange, "truncate to %d passes the chunk size %d", req.Length, req.ChunkSize)
+		}
+	case storageapi.KindRemove:
+	default:
+		return rpc.Errorf(rpc.InvalidArgument, "unknown update kind %d", req.Kind)
+	}
+	if req.ChunkSize == 0 && req.Kind != storageapi.KindRemove {
+		return rpc.Errorf(rpc.InvalidArgument, "chunk size 0")
+	}
+	return nil
+}
+
+func local(eng *engine.Engine, k engine.Key) (craq.Local, engine.Meta, error) {
+	m, err := eng.GetMeta(k)
+	if errors.Is(err, engine.ErrNotFound) {
+		return craq.Local{}, engine.Meta{}, nil
+	}
+	if err != nil {
+		return craq.Local{}, engine.Meta{}, err
+	}
+	return craq.Local{Exists: true, CommitVer: m.CommitVer, UpdateVer: m.UpdateVer}, m, nil
+}
+
+// updateLocked runs the update under the chunk's lock.
+func (s *Server) updateLocked(ctx context.Context, t *target, req *storageapi.WriteReq, data []byte) (*storageapi.WriteResp, error) {
+	k := t.key(req.Key.Chunk)
+	unlock := s.locks.lock(k)
+	defer unlock()
+	// Routing may have moved while we waited for the lock.
+	_, _, chain, err := s.route(req.Key.Chain, req.Key.ChainVer)
+	if err != nil {
+		return nil, err
+	}
+	if req.Kind == storageapi.KindRemove {
+		if err := s.forward(ctx, t, req, nil, craq.Decision{}); err != nil {
+			return nil, err
+		}
+		if err := t.eng.Remove(k); err != nil {
+			return nil, err
+		}
+		return &storageapi.WriteResp{Meta: storageapi.ChunkMeta{Chunk: req.Key.Chunk}}, nil
+	}
+
+	l, meta, err := local(t.eng, k)
+	if err != nil {
+		return nil, err
+	}
+	var d craq.Decision
+	if req.Forwarded {
+		d = craq.Downstream(l, req.UpdateVer, req.Kind == storageapi.KindReplace)
+	} else {
+		d = craq.AtHead(l)
+	}
+	switch d.Action {
+	case craq.Gap:
+		return nil, rpc.Errorf(storageapi.CodeMissingUpdate, "chunk %v: version %d after %d/%d", req.Key.Chunk, d.Version, l.CommitVer, l.UpdateVer)
+	case craq.AlreadyCommitted:
+		return &storageapi.WriteResp{Meta: toWireMeta(req.Key.Chunk, meta)}, nil
+	case craq.Apply:
+		_, tail := chain.Successor(t.id)
+		tail = !tail
+		commit := l.CommitVer
+		if tail { // the tail commits as it applies: one metadata write
+			commit = d.Version
+		}
+		u := engine.Update{Offset: req.Offset, Data: data, Length: req.Length, ChunkSize: req.ChunkSize,
+			Replace: req.Kind == storageapi.KindReplace, Truncate: req.Kind == storageapi.KindTruncate,
+			ChainVer: chain.Version, UpdateVer: d.Version, CommitVer: commit}
+		if meta, err = t.eng.Apply(k, u); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.forward(ctx, t, req, data, d); err != nil {
+		return nil, err
+	}
+	if craq.ShouldCommit(craq.Local{Exists: true, CommitVer: meta.CommitVer, UpdateVer: meta.UpdateVer}, d.Version) {
+		if meta, err = t.eng.Commit(k, d.Version, chain.Version); err != nil {
+			return nil, err
+		}
+	}
+	return &storageapi.WriteResp{Meta: toWireMeta(req.Key.Chunk, meta)}, nil
+}
+
+// forward sends the update to the successor and waits for its commit. While
+// the successor fails it keeps retrying, re-reading routing, towards whatever
+// target routing names next, until ForwardTimeout; with no successor (the tail)
+// it returns at once.
+func (s *Server) forward(ctx context.Context, t *target, req *storageapi.WriteReq, data []byte, d craq.Decision) error {
+	deadline := time.Now().Add(s.cfg.ForwardTimeout)
+	backoff := 20 * time.Millisecond
+	gap := false
+	for attempt := 0; ; attempt++ {
+		info := s.cfg.Routing.Current()
+		chain, ok := info.Chain(t.chain)
+		if !ok || chain.Index(t.id) < 0 {
+			return rpc.Errorf(rpc.FailedPrecondition, "target %d left chain %d", t.id, t.chain)
+		}
+		succ, ok := chain.Successor(t.id)
+		if !ok {
+			return nil // we are the tail now
+		}
+		addr, _ := info.Addr(succ.Node)
+		fwd := *req
+		fwd.Forwarded, fwd.Tag, fwd.Key.ChainVer = true, storageapi.Tag{}, chain.Version
+		fwd.UpdateVer, fwd.Syncing = d.Version, succ.Public == routing.Syncing
+		payload := data
+		if req.Kind != storageapi.KindRemove && craq.ForwardReplace(fwd.Syncing, d, gap) {
+			content, err := readWhole(t.eng, t.key(req.Key.Chunk))
+			if err != nil {
+				return err
+			}
+			fwd.Kind, fwd.Offset, fwd.Length = storageapi.KindReplace, 0, 0
+			fwd.Checksum, payload = crc32.Checksum(content, castagnoli), content
+		}
+		_, err := s.peers.Write(ctx, addr, &fwd, payload)
+		if err == nil {
+			return nil
+		}
+		switch rpc.CodeOf(err) {
+		case storageapi.CodeMissingUpdate:
+			gap = true
+			continue
+		case storageapi.CodeChainVersion, storageapi.CodeNoTarget, storageapi.CodeTargetNotServing,
+			rpc.Unavailable, rpc.DeadlineExceeded, rpc.Canceled, rpc.Internal:
+			// Retry: the successor is down or routing is moving.
+		default:
+			return err // the successor refused the update itself
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return rpc.Errorf(rpc.Unavailable, "chain %d: successor target %d unreachable after %d attempts: %v", t.chain, succ.ID, attempt+1, err)
+		}
+		s.log.Debug("forward failed, retrying", "chain", t.chain, "successor", succ.ID, "err", err)
+		select {
+		case <-s.cfg.Routing.Changed():
+		case <-time.After(backoff):
+			backoff = min(backoff*2, time.Second)
+		case <-ctx.Done():
+		}
+	}
+}
+
+// readWhole returns a chunk's whole current content, pending or not.
+func readWhole(eng *engine.Engine, k engine.Key) ([]byte, error) {
+	h, err := eng.Get(k)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Release()
+	buf := make([]byte, h.Meta().Len)
+	if n, err := h.ReadAt(buf, 0); n != len(buf) || (err != nil && !errors.Is(err, io.EOF)) {
+		return nil, fmt.Errorf("read chunk %v for forwarding: %d of %d bytes: %w", k, n, len(buf), err)
+	}
+	return buf, nil
+}
