@@ -84,7 +84,7 @@ func (s *Server) handleQueryLastChunk(ctx context.Context, req *storageapi.Chunk
 
 // handleDumpChunkMeta lists a page of this replica's chunk metadata for a chain.
 func (s *Server) handleDumpChunkMeta(ctx context.Context, req *storageapi.ChunkRange, _ []byte) (*storageapi.DumpChunkMetaResp, []byte, error) {
-	t := s.targets[routing.ChainID(req.Chain)]
+	t := s.target(routing.ChainID(req.Chain))
 	if t == nil {
 		return nil, nil, rpc.Errorf(storageapi.CodeNoTarget, "node %d has no target of chain %d", s.cfg.Node, req.Chain)
 	}

@@ -26,7 +26,7 @@ func (s *Server) handleBatchRead(ctx context.Context, req *storageapi.BatchReadR
 		return nil, nil, rpc.Errorf(rpc.ResourceExhausted, "batch read of %d bytes exceeds %d", total, maxBatchReadBytes)
 	}
 	resp := &storageapi.BatchReadResp{Results: make([]storageapi.ReadResult, len(req.IOs))}
-	out := make([]byte, 0, total)
+	out := rpc.PayloadBuffer(int(total))[:0] // back to the pool once sent (PooledResponse)
 	for i, rio := range req.IOs {
 		n, commit, err := s.readOne(rio, req.Relaxed, out[len(out):len(out)+int(rio.Length)])
 		if err != nil {
@@ -46,7 +46,7 @@ func (s *Server) readOne(rio storageapi.ReadIO, relaxed bool, buf []byte) (int, 
 	if err != nil {
 		return 0, 0, err
 	}
-	if i := chain.Index(t.id); i < 0 || chain.Targets[i].Public != routing.Serving {
+	if i := chain.Index(t.id); i < 0 || chain.Targets[i].Public != routing.Serving || t.state.get() != routing.UpToDate {
 		return 0, 0, rpc.Errorf(storageapi.CodeTargetNotServing, "target %d of chain %d does not serve reads now", t.id, t.chain)
 	}
 	if uint64(rio.Offset)+uint64(rio.Length) > 1<<32 {

@@ -38,6 +38,19 @@ type Config struct {
 	// successor (through routing changes) before failing. Default 30 s.
 	ForwardTimeout time.Duration
 	Logger         *slog.Logger
+
+	// Mgmtd, when set, makes this a managed node: it heartbeats its targets'
+	// local states, learns its targets from routing (Targets may be empty),
+	// recovers syncing successors, and fences itself. Without it, Targets are
+	// fixed and always up to date (routing set by hand).
+	Mgmtd Mgmtd
+	// Addr is the address other services reach this node at (heartbeats).
+	Addr string
+	// HeartbeatTimeout is T: mgmtd declares a node failed after T of silence,
+	// and a node that cannot reach mgmtd for T/2 stops serving. Default 6 s.
+	HeartbeatTimeout time.Duration
+	// ResyncBytesPerSec throttles recovery transfers; 0 means 256 MiB/s.
+	ResyncBytesPerSec int64
 }
 
 // Server is a storage service: its targets' chunks on its disks, and CRAQ
@@ -46,12 +59,15 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	engines []*engine.Engine
-	targets map[routing.ChainID]*target
 	rpc     *rpc.Server
 	peers   storageapi.Client
 	locks   *chunkLocks
 	dedup   *dedup
 
+	tmu     sync.RWMutex
+	targets map[routing.ChainID]*target
+
+	life      lifecycle // managed mode: heartbeats, fencing, recovery
 	closeOnce sync.Once
 }
 
@@ -60,6 +76,7 @@ type target struct {
 	chain routing.ChainID
 	disk  int
 	eng   *engine.Engine
+	state targetState
 }
 
 // New opens the disks' engines and registers the RPC handlers.
@@ -98,18 +115,29 @@ func New(cfg Config) (*Server, error) {
 			s.closeEngines()
 			return nil, fmt.Errorf("storaged: two targets of chain %d on one node", tc.Chain)
 		}
-		s.targets[tc.Chain] = &target{id: tc.ID, chain: tc.Chain, disk: tc.Disk, eng: s.engines[tc.Disk]}
+		t := &target{id: tc.ID, chain: tc.Chain, disk: tc.Disk, eng: s.engines[tc.Disk]}
+		if cfg.Mgmtd == nil {
+			t.state.local, t.state.joined = routing.UpToDate, true
+		}
+		s.targets[tc.Chain] = t
+	}
+	if cfg.HeartbeatTimeout <= 0 {
+		s.cfg.HeartbeatTimeout = 6 * time.Second
 	}
 	s.peers = storageapi.Client{RPC: rpc.NewClient(cfg.RPC)}
 	s.rpc = rpc.NewServer(cfg.RPC)
 	// Borrowing is safe: the engine copies the data, and forwarding ends before
 	// the handler returns.
 	rpc.Handle(s.rpc, storageapi.MethodWrite, s.handleWrite, rpc.BorrowPayload())
-	rpc.Handle(s.rpc, storageapi.MethodBatchRead, s.handleBatchRead)
+	rpc.Handle(s.rpc, storageapi.MethodBatchRead, s.handleBatchRead, rpc.PooledResponse())
 	rpc.Handle(s.rpc, storageapi.MethodRemoveChunks, s.handleRemoveChunks)
 	rpc.Handle(s.rpc, storageapi.MethodQueryLastChunk, s.handleQueryLastChunk)
 	rpc.Handle(s.rpc, storageapi.MethodDumpChunkMeta, s.handleDumpChunkMeta)
 	rpc.Handle(s.rpc, storageapi.MethodStats, s.handleStats)
+	rpc.Handle(s.rpc, storageapi.MethodSyncDone, s.handleSyncDone)
+	if cfg.Mgmtd != nil {
+		s.startLifecycle()
+	}
 	return s, nil
 }
 
@@ -120,6 +148,7 @@ func (s *Server) Serve(l net.Listener) error { return s.rpc.Serve(l) }
 func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		s.stopLifecycle()
 		s.rpc.Close()
 		s.peers.RPC.Close()
 		err = s.closeEngines()
@@ -138,10 +167,31 @@ func (s *Server) closeEngines() error {
 // Engines exposes the disks' engines, for tests and stats.
 func (s *Server) Engines() []*engine.Engine { return s.engines }
 
+// target returns this node's target of a chain, or nil.
+func (s *Server) target(chain routing.ChainID) *target {
+	s.tmu.RLock()
+	defer s.tmu.RUnlock()
+	return s.targets[chain]
+}
+
+// allTargets lists this node's targets.
+func (s *Server) allTargets() []*target {
+	s.tmu.RLock()
+	defer s.tmu.RUnlock()
+	out := make([]*target, 0, len(s.targets))
+	for _, t := range s.targets {
+		out = append(out, t)
+	}
+	return out
+}
+
 // route finds this node's target of the key's chain and checks the request's
 // chain version against the routing information.
 func (s *Server) route(chainID uint32, chainVer uint32) (*target, *routing.Info, *routing.Chain, error) {
-	t := s.targets[routing.ChainID(chainID)]
+	if err := s.fenced(); err != nil {
+		return nil, nil, nil, err
+	}
+	t := s.target(routing.ChainID(chainID))
 	if t == nil {
 		return nil, nil, nil, rpc.Errorf(storageapi.CodeNoTarget, "node %d has no target of chain %d", s.cfg.Node, chainID)
 	}
@@ -172,8 +222,10 @@ func (s *Server) handleStats(ctx context.Context, _ *storageapi.StatsReq, _ []by
 		resp.Disks = append(resp.Disks, storageapi.DiskStats{Path: s.cfg.Disks[i], Chunks: uint64(st.Chunks), UsedBytes: uint64(st.UsedBytes),
 			AllocatedBytes: uint64(st.AllocatedBytes), ChecksumErrors: uint64(st.ChecksumErrors), ReadOnly: st.ReadOnly, ReadOnlyReason: st.ReadOnlyReason})
 	}
-	for _, t := range s.targets {
-		resp.Targets = append(resp.Targets, storageapi.TargetStats{Target: uint32(t.id), Chain: uint32(t.chain), Disk: t.disk})
+	for _, t := range s.allTargets() {
+		st := t.state.snapshot()
+		resp.Targets = append(resp.Targets, storageapi.TargetStats{Target: uint32(t.id), Chain: uint32(t.chain), Disk: t.disk,
+			Local: uint8(st.local), SyncTarget: st.syncTarget, SyncChunksDone: st.syncDone, SyncChunks: st.syncTotal, SyncBytesDone: st.syncBytes})
 	}
 	return resp, nil, nil
 }

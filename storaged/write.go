@@ -53,15 +53,21 @@ func (s *Server) checkRole(t *target, chain *routing.Chain, forwarded bool) erro
 	if i < 0 {
 		return rpc.Errorf(storageapi.CodeNoTarget, "target %d is not in chain %d", t.id, t.chain)
 	}
-	state := chain.Targets[i].Public
+	state, local := chain.Targets[i].Public, t.state.get()
 	if !forwarded {
 		if head, ok := chain.Head(); !ok || head.ID != t.id {
 			return rpc.Errorf(storageapi.CodeNotHead, "target %d is not the head of chain %d", t.id, t.chain)
 		}
+		if local != routing.UpToDate {
+			return rpc.Errorf(storageapi.CodeTargetNotServing, "target %d is %v here", t.id, local)
+		}
 		return nil
 	}
-	if state != routing.Serving && state != routing.Syncing {
-		return rpc.Errorf(storageapi.CodeTargetNotServing, "target %d is %v", t.id, state)
+	switch {
+	case state == routing.Serving && local == routing.UpToDate:
+	case state == routing.Syncing && local != routing.LocalOffline:
+	default:
+		return rpc.Errorf(storageapi.CodeTargetNotServing, "target %d is %v (%v here)", t.id, state, local)
 	}
 	return nil
 }
@@ -112,6 +118,9 @@ func (s *Server) updateLocked(ctx context.Context, t *target, req *storageapi.Wr
 	_, _, chain, err := s.route(req.Key.Chain, req.Key.ChainVer)
 	if err != nil {
 		return nil, err
+	}
+	if req.Resync {
+		return s.applyResync(t, req, data)
 	}
 	if req.Kind == storageapi.KindRemove {
 		if err := s.forward(ctx, t, req, nil, craq.Decision{}); err != nil {

@@ -50,6 +50,10 @@ func getPayloadBuffer(n int) []byte {
 	return make([]byte, n, c)
 }
 
+// PayloadBuffer returns an n-byte buffer from the package's pool, for a
+// handler registered with PooledResponse to fill and return as its payload.
+func PayloadBuffer(n int) []byte { return getPayloadBuffer(n) }
+
 // ReleasePayload gives a payload received from Call back to the package's
 // buffer pool, so a later call can reuse its memory. It is optional (an
 // unreleased payload is garbage collected) and only worth it for large

@@ -24,6 +24,7 @@ type HandlerFunc[Req, Resp any] func(ctx context.Context, req *Req, payload []by
 type handler struct {
 	method Method
 	borrow bool // the handler does not keep the request payload
+	pooled bool // the response payload came from PayloadBuffer: pool it once written
 	decode func(msg []byte) (any, error)
 	call   func(ctx context.Context, req any, payload []byte) (respMsg, respPayload []byte, err error)
 }
@@ -40,6 +41,13 @@ type HandleOption func(*handler)
 // slice itself must not use it.
 func BorrowPayload() HandleOption {
 	return func(h *handler) { h.borrow = true }
+}
+
+// PooledResponse says the handler's response payloads come from
+// PayloadBuffer and are not kept: the server returns each to the pool once it
+// is written, so large responses do not allocate per call.
+func PooledResponse() HandleOption {
+	return func(h *handler) { h.pooled = true }
 }
 
 // Handle registers fn as the server's handler for method. Register before

@@ -278,6 +278,15 @@ func (sc *serverConn) run(ctx context.Context, call *serverCall, h *handler, f F
 	if h.borrow && f.Payload != nil {
 		done = func() { ReleasePayload(f.Payload) }
 	}
+	if h.pooled && payload != nil {
+		borrowed, out := done, payload
+		done = func() {
+			ReleasePayload(out)
+			if borrowed != nil {
+				borrowed()
+			}
+		}
+	}
 	if canceled {
 		err = NewError(Canceled, "canceled by the caller")
 	} else if err == nil && (uint64(len(msg)) > uint64(sc.peer.MaxMessage) || uint64(len(payload)) > uint64(sc.peer.MaxPayload)) {

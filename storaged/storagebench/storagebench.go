@@ -125,6 +125,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Report, error) {
 		if err == nil && len(b) != chunkSize {
 			err = fmt.Errorf("read %d bytes", len(b))
 		}
+		rpc.ReleasePayload(b)
 		return err
 	})
 	if err != nil {

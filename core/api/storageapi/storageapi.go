@@ -17,6 +17,7 @@ const (
 	MethodQueryLastChunk rpc.Method = 0x0304
 	MethodDumpChunkMeta  rpc.Method = 0x0305
 	MethodStats          rpc.Method = 0x0306
+	MethodSyncDone       rpc.Method = 0x0307 // a predecessor finished recovering this target
 )
 
 // Key names a chunk on a chain, with the chain version the sender routed by.
@@ -58,6 +59,12 @@ type WriteReq struct {
 	Forwarded bool   `cbor:"8,keyasint,omitempty"`
 	UpdateVer uint32 `cbor:"9,keyasint,omitempty"`
 	Syncing   bool   `cbor:"10,keyasint,omitempty"` // a full-chunk replace for a syncing successor
+
+	// Resync marks a recovery transfer from the predecessor: the receiver takes
+	// the chunk (or its removal) exactly as sent, with these versions, and does
+	// not forward it.
+	Resync    bool   `cbor:"11,keyasint,omitempty"`
+	CommitVer uint32 `cbor:"12,keyasint,omitempty"`
 }
 
 // ChunkMeta is a chunk's state on one replica.
@@ -143,6 +150,17 @@ type DumpChunkMetaResp struct {
 	More  bool        `cbor:"2,keyasint,omitempty"`
 }
 
+// SyncDoneReq tells a syncing target that its predecessor has sent it every
+// chunk: it is up to date.
+type SyncDoneReq struct {
+	Chain    uint32 `cbor:"1,keyasint"`
+	ChainVer uint32 `cbor:"2,keyasint"`
+	Target   uint32 `cbor:"3,keyasint"`
+}
+
+// SyncDoneResp acknowledges a SyncDoneReq.
+type SyncDoneResp struct{}
+
 // StatsReq asks for a node's stats.
 type StatsReq struct{}
 
@@ -162,6 +180,13 @@ type TargetStats struct {
 	Target uint32 `cbor:"1,keyasint"`
 	Chain  uint32 `cbor:"2,keyasint"`
 	Disk   int    `cbor:"3,keyasint"`
+	Local  uint8  `cbor:"4,keyasint,omitempty"` // routing.LocalState as this node reports it
+
+	// Recovery this node runs as the predecessor of a syncing target.
+	SyncTarget     uint32 `cbor:"5,keyasint,omitempty"`
+	SyncChunksDone uint64 `cbor:"6,keyasint,omitempty"`
+	SyncChunks     uint64 `cbor:"7,keyasint,omitempty"`
+	SyncBytesDone  uint64 `cbor:"8,keyasint,omitempty"`
 }
 
 // StatsResp is a node's stats.
@@ -201,6 +226,12 @@ func (c Client) QueryLastChunk(ctx context.Context, addr string, req *ChunkRange
 func (c Client) DumpChunkMeta(ctx context.Context, addr string, req *ChunkRange) (*DumpChunkMetaResp, error) {
 	resp, _, err := rpc.Call[ChunkRange, DumpChunkMetaResp](ctx, c.RPC, addr, MethodDumpChunkMeta, req, nil)
 	return resp, err
+}
+
+// SyncDone tells a syncing target that recovery finished.
+func (c Client) SyncDone(ctx context.Context, addr string, req *SyncDoneReq) error {
+	_, _, err := rpc.Call[SyncDoneReq, SyncDoneResp](ctx, c.RPC, addr, MethodSyncDone, req, nil)
+	return err
 }
 
 // Stats returns a node's stats.

@@ -1,0 +1,221 @@
+package storaged
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flyfs/flyfs/core/api/mgmtdapi"
+	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/flyfs/flyfs/storaged/engine"
+)
+
+// Mgmtd is how a managed storage node reaches the primary cluster manager.
+type Mgmtd interface {
+	Heartbeat(ctx context.Context, req *mgmtdapi.HeartbeatReq) (*mgmtdapi.HeartbeatResp, error)
+}
+
+// targetState is a target's local state and how it got there.
+//
+// A managed target starts "rejoining": it reports offline until routing
+// publishes it offline (or lastsrv), so every target that was away passes
+// through recovery; then it reports online (up-to-date if it is the chain's
+// lastsrv, whose data is the newest there is) and waits to be synced. A target
+// that is up to date and has been published serving is "joined"; if routing
+// then publishes it offline or lastsrv, it may be on the wrong side of a
+// partition: it stops serving at once and rejoins from the start.
+type targetState struct {
+	mu        sync.Mutex
+	local     routing.LocalState
+	rejoining bool
+	joined    bool
+
+	syncTarget                     uint32 // recovery this node runs for its successor
+	syncDone, syncTotal, syncBytes uint64
+}
+
+type stateSnapshot struct {
+	local                          routing.LocalState
+	syncTarget                     uint32
+	syncDone, syncTotal, syncBytes uint64
+}
+
+func (ts *targetState) snapshot() stateSnapshot {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return stateSnapshot{local: ts.local, syncTarget: ts.syncTarget, syncDone: ts.syncDone, syncTotal: ts.syncTotal, syncBytes: ts.syncBytes}
+}
+
+func (ts *targetState) get() routing.LocalState {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.local
+}
+
+// lifecycle runs a managed node's background work.
+type lifecycle struct {
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	lastOK  atomic.Int64 // unix nanos of the last accepted heartbeat
+	started time.Time
+	syncing sync.Map // chain -> struct{}: recoveries running
+}
+
+func (s *Server) startLifecycle() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.life.cancel = cancel
+	s.life.started = time.Now()
+	for _, t := range s.allTargets() {
+		t.state.local, t.state.rejoining = routing.LocalOffline, true
+	}
+	s.life.wg.Add(1)
+	go func() {
+		defer s.life.wg.Done()
+		s.run(ctx)
+	}()
+}
+
+func (s *Server) stopLifecycle() {
+	if s.life.cancel != nil {
+		s.life.cancel()
+		s.life.wg.Wait()
+	}
+}
+
+// fenced refuses service on a managed node that has not reached mgmtd for
+// T/2: by T, mgmtd declares it failed and chains move on without it.
+func (s *Server) fenced() error {
+	if s.cfg.Mgmtd == nil {
+		return nil
+	}
+	last := s.life.lastOK.Load()
+	if last == 0 || time.Since(time.Unix(0, last)) > s.cfg.HeartbeatTimeout/2 {
+		return rpc.Errorf(storageapi.CodeTargetNotServing, "node %d has not reached the cluster manager for T/2 (%v): not serving", s.cfg.Node, s.cfg.HeartbeatTimeout/2)
+	}
+	return nil
+}
+
+func (s *Server) run(ctx context.Context) {
+	interval := s.cfg.HeartbeatTimeout / 6
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		info := s.cfg.Routing.Current()
+		s.learnTargets(info)
+		s.advanceStates(info)
+		s.heartbeat(ctx, interval)
+		s.startRecoveries(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-s.cfg.Routing.Changed():
+		}
+	}
+}
+
+// learnTargets adds the targets routing places on this node.
+func (s *Server) learnTargets(info *routing.Info) {
+	for _, c := range info.Chains {
+		for _, rt := range c.Targets {
+			if rt.Node != s.cfg.Node || s.target(c.ID) != nil {
+				continue
+			}
+			if rt.Disk < 0 || rt.Disk >= len(s.engines) {
+				s.log.Error("routing places a target on a disk this node does not have", "target", rt.ID, "disk", rt.Disk, "disks", len(s.engines))
+				continue
+			}
+			t := &target{id: rt.ID, chain: c.ID, disk: rt.Disk, eng: s.engines[rt.Disk]}
+			t.state.local, t.state.rejoining = routing.LocalOffline, true
+			// A target of a brand-new chain with no data has nothing to recover.
+			if c.Version == 1 && rt.Public == routing.Serving && !hasChunks(t) {
+				t.state.local, t.state.rejoining = routing.UpToDate, false
+			}
+			s.tmu.Lock()
+			if s.targets[c.ID] == nil {
+				s.targets[c.ID] = t
+			}
+			s.tmu.Unlock()
+		}
+	}
+}
+
+func hasChunks(t *target) bool {
+	e, _, err := t.eng.List(uint32(t.chain), engine.ChunkID{}, engine.ChunkID{}, 1, false)
+	return err != nil || len(e) > 0
+}
+
+// advanceStates moves each target's local state on what routing publishes.
+func (s *Server) advanceStates(info *routing.Info) {
+	for _, t := range s.allTargets() {
+		public := routing.Offline
+		if c, ok := info.Chain(t.chain); ok {
+			if i := c.Index(t.id); i >= 0 {
+				public = c.Targets[i].Public
+			}
+		}
+		ts := &t.state
+		ts.mu.Lock()
+		switch {
+		case ts.rejoining:
+			if public == routing.Offline || public == routing.LastSrv {
+				ts.rejoining = false
+				ts.local = routing.Online
+				if public == routing.LastSrv {
+					ts.local = routing.UpToDate // the newest copy there is
+				}
+				s.log.Info("target rejoining", "target", t.id, "chain", t.chain, "published", public, "reports", ts.local)
+			}
+		case ts.local == routing.UpToDate && public == routing.Serving:
+			ts.joined = true
+		case ts.joined && (public == routing.Offline || public == routing.LastSrv || public == routing.Waiting):
+			// Published as failed while we serve: we may be cut off. Stop now.
+			s.log.Warn("target published failed while serving: fencing it", "target", t.id, "chain", t.chain, "published", public)
+			ts.local, ts.joined, ts.rejoining = routing.LocalOffline, false, true
+		}
+		ts.mu.Unlock()
+	}
+}
+
+func (s *Server) heartbeat(ctx context.Context, timeout time.Duration) {
+	req := &mgmtdapi.HeartbeatReq{Node: s.cfg.Node, Addr: s.cfg.Addr, Seq: uint64(time.Now().UnixNano())}
+	for _, t := range s.allTargets() {
+		req.Targets = append(req.Targets, mgmtdapi.TargetReport{Target: t.id, Chain: t.chain, Local: t.state.get(), Disk: t.disk})
+	}
+	for i, e := range s.engines {
+		st := e.Stats()
+		req.Disks = append(req.Disks, mgmtdapi.DiskReport{Path: s.cfg.Disks[i], UsedBytes: uint64(st.AllocatedBytes), ReadOnly: st.ReadOnly})
+	}
+	hctx, cancel := context.WithTimeout(ctx, max(timeout, 200*time.Millisecond))
+	defer cancel()
+	resp, err := s.cfg.Mgmtd.Heartbeat(hctx, req)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Debug("heartbeat failed", "err", err)
+		}
+		return
+	}
+	s.life.lastOK.Store(time.Now().UnixNano())
+	if resp.RoutingVersion > s.cfg.Routing.Current().Version {
+		s.cfg.Routing.Refresh(ctx, s.cfg.Routing.Current().Version)
+	}
+}
+
+// handleSyncDone: the predecessor has sent this target everything.
+func (s *Server) handleSyncDone(ctx context.Context, req *storageapi.SyncDoneReq, _ []byte) (*storageapi.SyncDoneResp, []byte, error) {
+	t := s.target(routing.ChainID(req.Chain))
+	if t == nil || uint32(t.id) != req.Target {
+		return nil, nil, rpc.Errorf(storageapi.CodeNoTarget, "node %d has no target %d of chain %d", s.cfg.Node, req.Target, req.Chain)
+	}
+	t.state.mu.Lock()
+	defer t.state.mu.Unlock()
+	if t.state.local != routing.Online {
+		return nil, nil, rpc.Errorf(rpc.FailedPrecondition, "target %d is %v, not being synced", t.id, t.state.local)
+	}
+	t.state.local = routing.UpToDate
+	s.log.Info("target synced: up to date", "target", t.id, "chain", t.chain)
+	return &storageapi.SyncDoneResp{}, nil, nil
+}

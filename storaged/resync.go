@@ -1,0 +1,233 @@
+package storaged
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"sort"
+
+	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/layout"
+	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/storaged/craq"
+	"github.com/flyfs/flyfs/storaged/engine"
+	"golang.org/x/time/rate"
+)
+
+var errRecoveryMoved = errors.New("routing moved during recovery")
+
+// startRecoveries starts recovery of every syncing successor of a target this
+// node serves, one recovery per chain at a time.
+func (s *Server) startRecoveries(ctx context.Context) {
+	info := s.cfg.Routing.Current()
+	for _, t := range s.allTargets() {
+		c, ok := info.Chain(t.chain)
+		if !ok || t.state.get() != routing.UpToDate {
+			continue
+		}
+		i := c.Index(t.id)
+		if i < 0 || c.Targets[i].Public != routing.Serving {
+			continue
+		}
+		succ, ok := c.Successor(t.id)
+		if !ok || succ.Public != routing.Syncing {
+			continue
+		}
+		if _, running := s.life.syncing.LoadOrStore(t.chain, struct{}{}); running {
+			continue
+		}
+		s.life.wg.Add(1)
+		go func(t *target, succ routing.Target) {
+			defer s.life.wg.Done()
+			defer s.life.syncing.Delete(t.chain)
+			if err := s.recover(ctx, t, succ); err != nil && ctx.Err() == nil {
+				s.log.Warn("recovery stopped", "chain", t.chain, "successor", succ.ID, "err", err)
+			}
+		}(t, succ)
+	}
+}
+
+// stillSyncing checks that succ is still t's syncing successor.
+func (s *Server) stillSyncing(t *target, succ routing.Target) (string, uint32, error) {
+	info := s.cfg.Routing.Current()
+	c, ok := info.Chain(t.chain)
+	if !ok {
+		return "", 0, errRecoveryMoved
+	}
+	cur, ok := c.Successor(t.id)
+	if !ok || cur.ID != succ.ID || cur.Public != routing.Syncing || t.state.get() != routing.UpToDate {
+		return "", 0, errRecoveryMoved
+	}
+	addr, _ := info.Addr(cur.Node)
+	return addr, c.Version, nil
+}
+
+// recover brings a syncing successor up to date: compare chunk metadata, send
+// what differs as full-chunk replaces (or removals) under each chunk's lock,
+// then tell it sync-done. New writes reach it meanwhile through the chain, as
+// full-chunk replaces.
+func (s *Server) recover(ctx context.Context, t *target, succ routing.Target) error {
+	addr, _, err := s.stillSyncing(t, succ)
+	if err != nil {
+		return err
+	}
+	s.log.Info("recovery starting", "chain", t.chain, "successor", succ.ID)
+	remote := map[engine.ChunkID]*craq.ChunkState{}
+	var begin layout.ChunkID
+	for {
+		page, err := s.peers.DumpChunkMeta(ctx, addr, &storageapi.ChunkRange{Chain: uint32(t.chain), Begin: begin, Max: 4096})
+		if err != nil {
+			return fmt.Errorf("dump successor's chunk metadata: %w", err)
+		}
+		for _, m := range page.Metas {
+			remote[engine.ChunkID(m.Chunk)] = &craq.ChunkState{ChainVer: m.ChainVer, CommitVer: m.CommitVer, UpdateVer: m.UpdateVer, Checksum: m.Checksum}
+		}
+		if !page.More || len(page.Metas) == 0 {
+			break
+		}
+		begin = layout.ChunkID(next(engine.ChunkID(page.Metas[len(page.Metas)-1].Chunk)))
+	}
+	local := map[engine.ChunkID]*craq.ChunkState{}
+	var from engine.ChunkID
+	for {
+		page, more, err := t.eng.List(uint32(t.chain), from, engine.ChunkID{}, 4096, false)
+		if err != nil {
+			return err
+		}
+		for _, e := range page {
+			m := e.Meta
+			local[e.Chunk] = &craq.ChunkState{ChainVer: m.ChainVer, CommitVer: m.CommitVer, UpdateVer: m.UpdateVer, Checksum: m.Checksum}
+		}
+		if !more || len(page) == 0 {
+			break
+		}
+		from = next(page[len(page)-1].Chunk)
+	}
+	ids := make([]engine.ChunkID, 0, len(local)+len(remote))
+	for id := range local {
+		ids = append(ids, id)
+	}
+	for id := range remote {
+		if local[id] == nil {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return string(ids[i][:]) < string(ids[j][:]) })
+
+	t.state.mu.Lock()
+	t.state.syncTarget, t.state.syncDone, t.state.syncTotal, t.state.syncBytes = uint32(succ.ID), 0, uint64(len(ids)), 0
+	t.state.mu.Unlock()
+	limit := s.cfg.ResyncBytesPerSec
+	if limit <= 0 {
+		limit = 256 << 20
+	}
+	lim := rate.NewLimiter(rate.Limit(limit), 64<<20)
+	sent, removed := 0, 0
+	for _, id := range ids {
+		switch craq.SyncDecision(local[id], remote[id]) {
+		case craq.SyncSend:
+			n, err := s.transfer(ctx, t, succ, id, lim)
+			if err != nil {
+				return err
+			}
+			sent++
+			t.state.mu.Lock()
+			t.state.syncBytes += uint64(n)
+			t.state.mu.Unlock()
+		case craq.SyncRemove:
+			if err := s.transferRemove(ctx, t, succ, id); err != nil {
+				return err
+			}
+			removed++
+		}
+		t.state.mu.Lock()
+		t.state.syncDone++
+		t.state.mu.Unlock()
+	}
+	addr, ver, err := s.stillSyncing(t, succ)
+	if err != nil {
+		return err
+	}
+	if err := s.peers.SyncDone(ctx, addr, &storageapi.SyncDoneReq{Chain: uint32(t.chain), ChainVer: ver, Target: uint32(succ.ID)}); err != nil {
+		return fmt.Errorf("sync-done: %w", err)
+	}
+	s.log.Info("recovery done", "chain", t.chain, "successor", succ.ID, "chunks", len(ids), "sent", sent, "removed", removed)
+	t.state.mu.Lock()
+	t.state.syncTarget = 0
+	t.state.mu.Unlock()
+	return nil
+}
+
+// transfer sends one chunk's current content and versions, under its lock so
+// no write of the chunk runs between reading and sending it.
+func (s *Server) transfer(ctx context.Context, t *target, succ routing.Target, id engine.ChunkID, lim *rate.Limiter) (int, error) {
+	k := engine.Key{Chain: uint32(t.chain), Chunk: id}
+	unlock := s.locks.lock(k)
+	defer unlock()
+	addr, ver, err := s.stillSyncing(t, succ)
+	if err != nil {
+		return 0, err
+	}
+	m, err := t.eng.GetMeta(k)
+	if errors.Is(err, engine.ErrNotFound) {
+		return 0, s.sendRemove(ctx, t, addr, ver, id) // removed since we listed it
+	}
+	if err != nil {
+		return 0, err
+	}
+	content, err := readWhole(t.eng, k)
+	if err != nil {
+		return 0, err
+	}
+	if err := lim.WaitN(ctx, min(len(content), lim.Burst())); err != nil {
+		return 0, err
+	}
+	req := &storageapi.WriteReq{Key: storageapi.Key{Chain: uint32(t.chain), ChainVer: ver, Chunk: layout.ChunkID(id)},
+		Kind: storageapi.KindReplace, ChunkSize: m.ChunkSize, Checksum: crc32.Checksum(content, castagnoli),
+		Forwarded: true, Resync: true, Syncing: true, UpdateVer: m.UpdateVer, CommitVer: m.CommitVer}
+	if _, err := s.peers.Write(ctx, addr, req, content); err != nil {
+		return 0, fmt.Errorf("send chunk %v: %w", layout.ChunkID(id), err)
+	}
+	return len(content), nil
+}
+
+func (s *Server) transferRemove(ctx context.Context, t *target, succ routing.Target, id engine.ChunkID) error {
+	k := engine.Key{Chain: uint32(t.chain), Chunk: id}
+	unlock := s.locks.lock(k)
+	defer unlock()
+	addr, ver, err := s.stillSyncing(t, succ)
+	if err != nil {
+		return err
+	}
+	if _, err := t.eng.GetMeta(k); err == nil {
+		return nil // written since we listed it: the write itself reached the successor
+	}
+	return s.sendRemove(ctx, t, addr, ver, id)
+}
+
+func (s *Server) sendRemove(ctx context.Context, t *target, addr string, ver uint32, id engine.ChunkID) error {
+	req := &storageapi.WriteReq{Key: storageapi.Key{Chain: uint32(t.chain), ChainVer: ver, Chunk: layout.ChunkID(id)},
+		Kind: storageapi.KindRemove, Forwarded: true, Resync: true, Checksum: crc32.Checksum(nil, castagnoli)}
+	_, err := s.peers.Write(ctx, addr, req, nil)
+	return err
+}
+
+// applyResync takes a recovery transfer exactly as sent.
+func (s *Server) applyResync(t *target, req *storageapi.WriteReq, data []byte) (*storageapi.WriteResp, error) {
+	k := t.key(req.Key.Chunk)
+	if req.Kind == storageapi.KindRemove {
+		return &storageapi.WriteResp{Meta: storageapi.ChunkMeta{Chunk: req.Key.Chunk}}, t.eng.Remove(k)
+	}
+	u := engine.Update{Data: data, Replace: true, ChunkSize: req.ChunkSize, ChainVer: req.Key.ChainVer, UpdateVer: req.UpdateVer, CommitVer: req.CommitVer}
+	m, err := t.eng.Apply(k, u)
+	if errors.Is(err, engine.ErrChunkSizeMismatch) { // a different chunk by the same id: replace it whole
+		if err = t.eng.Remove(k); err == nil {
+			m, err = t.eng.Apply(k, u)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &storageapi.WriteResp{Meta: toWireMeta(req.Key.Chunk, m)}, nil
+}
