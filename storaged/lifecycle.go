@@ -2,6 +2,7 @@ package storaged
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,7 @@ type lifecycle struct {
 	wg      sync.WaitGroup
 	lastOK  atomic.Int64 // unix nanos of the last accepted heartbeat
 	started time.Time
+	incarn  uint64   // drawn once per process: mgmtd tells a restart from a replay
 	syncing sync.Map // chain -> struct{}: recoveries running
 }
 
@@ -68,6 +70,7 @@ func (s *Server) startLifecycle() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.life.cancel = cancel
 	s.life.started = time.Now()
+	s.life.incarn = rand.Uint64() | 1
 	for _, t := range s.allTargets() {
 		t.state.local, t.state.rejoining = routing.LocalOffline, true
 	}
@@ -181,7 +184,7 @@ func (s *Server) advanceStates(info *routing.Info) {
 }
 
 func (s *Server) heartbeat(ctx context.Context, timeout time.Duration) {
-	req := &mgmtdapi.HeartbeatReq{Node: s.cfg.Node, Addr: s.cfg.Addr, Seq: uint64(time.Now().UnixNano())}
+	req := &mgmtdapi.HeartbeatReq{Node: s.cfg.Node, Addr: s.cfg.Addr, Seq: uint64(time.Now().UnixNano()), Incarnation: s.life.incarn}
 	for _, t := range s.allTargets() {
 		req.Targets = append(req.Targets, mgmtdapi.TargetReport{Target: t.id, Chain: t.chain, Local: t.state.get(), Disk: t.disk})
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/flyfs/flyfs/core/kv/kvbench"
 	"github.com/flyfs/flyfs/core/rpc/rpcbench"
+	"github.com/flyfs/flyfs/e2e/recoverybench"
 	"github.com/flyfs/flyfs/storaged/storagebench"
 	"github.com/spf13/cobra"
 )
@@ -14,7 +15,7 @@ func benchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure flyfs parts against their baselines, side by side in one run",
 	}
-	cmd.AddCommand(benchKVCmd(), benchRPCCmd(), benchStorageCmd())
+	cmd.AddCommand(benchKVCmd(), benchRPCCmd(), benchStorageCmd(), benchRecoveryCmd())
 	return cmd
 }
 
@@ -87,5 +88,30 @@ Targets: chain writes >= 0.28x one engine; spread reads >= 1.0x one engine.`,
 	cmd.Flags().DurationVar(&cfg.Duration, "duration", 3*time.Second, "time per measurement")
 	cmd.Flags().IntVar(&cfg.Concurrency, "concurrency", 8, "concurrent callers")
 	cmd.Flags().BoolVar(&cfg.NoSync, "no-sync", false, "skip fsyncs on both sides")
+	return cmd
+}
+
+func benchRecoveryCmd() *cobra.Command {
+	var cfg recoverybench.Config
+	cmd := &cobra.Command{
+		Use:   "recovery",
+		Short: "Rebuild of a replaced target vs the chain's write rate, with a foreground read load",
+		Long: `Fills a chain of three storaged (under a cluster manager) with --bytes of 1 MiB
+chunks, measuring the chain's write rate; runs a read load; replaces the tail's disk
+(kill, wipe, restart) and measures how fast recovery rebuilds it and what the read load
+keeps meanwhile. Targets: rebuild >= 0.5x write rate; reads >= 0.5x of before.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			_, err := recoverybench.Run(cmd.Context(), cfg, cmd.OutOrStdout())
+			return err
+		},
+	}
+	cmd.Flags().Int64Var(&cfg.Bytes, "bytes", 2<<30, "data on the rebuilt target")
+	cmd.Flags().StringVar(&cfg.Dir, "dir", "", "scratch directory on the disk to measure (default: a temporary one)")
+	cmd.Flags().BoolVar(&cfg.NoSync, "no-sync", false, "skip fsyncs")
+	cmd.Flags().Int64Var(&cfg.ResyncRate, "resync-rate", 1<<30, "recovery throttle in bytes per second")
 	return cmd
 }

@@ -13,11 +13,9 @@ type pendingRole struct {
 }
 
 var pendingRoles = []pendingRole{
-	{"mgmtd", "Run the cluster manager: membership, leases, chain tables, target states", "the cluster-manager issue (#4)"},
 	{"metad", "Run a metadata service over the KV store", "the metadata issue (#5)"},
 	{"gateway", "Run the S3-compatible gateway over the namespace", "the S3 issue (#7)"},
 	{"mount", "Mount flyfs with FUSE", "the POSIX issue (#6)"},
-	{"admin", "Administer a cluster: chains, targets, fsck", "the cluster-manager issue (#4)"},
 }
 
 func pendingCmd(r pendingRole) *cobra.Command {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/storaged"
@@ -27,6 +29,10 @@ func storagedCmd() *cobra.Command {
 		routingFile string
 		token       string
 		noSync      bool
+		mgmtdAddrs  []string
+		advertise   string
+		hbTimeout   time.Duration
+		resyncRate  int64
 	)
 	cmd := &cobra.Command{
 		Use:   "storaged",
@@ -35,8 +41,10 @@ func storagedCmd() *cobra.Command {
 engine; each --target ID:CHAIN[:DISK] places a storage target of a chain on a disk
 (index into --data, default 0).
 
-Until the cluster manager is built, routing (nodes, chains, target states) comes from
---routing-file, a JSON file re-read when it changes; a newer "Version" replaces the old.`,
+With --mgmtd, the node heartbeats to the cluster manager, learns its targets and
+routing from it (no --target needed), recovers syncing successors, and stops serving
+when it cannot reach mgmtd for half the heartbeat timeout. Without it, routing (nodes,
+chains, target states) comes from --routing-file, a JSON file re-read when it changes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := bindEnv(cmd); err != nil {
@@ -45,29 +53,49 @@ Until the cluster manager is built, routing (nodes, chains, target states) comes
 			if len(disks) == 0 {
 				return errors.New("storaged needs at least one --data directory")
 			}
-			if routingFile == "" {
-				return errors.New("storaged needs --routing-file (the cluster manager is not built yet)")
+			if (routingFile == "") == (len(mgmtdAddrs) == 0) {
+				return errors.New("storaged needs exactly one of --mgmtd (a managed cluster) and --routing-file (routing by hand)")
 			}
 			tcs, err := parseTargets(targets)
 			if err != nil {
 				return err
 			}
-			src, err := routing.OpenFile(routingFile, time.Second)
-			if err != nil {
-				return err
-			}
-			defer src.Close()
 			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			srv, err := storaged.New(storaged.Config{Node: routing.NodeID(node), Disks: disks, Targets: tcs, Routing: src,
-				RPC: rpc.Options{Token: token, Logger: log}, NoSync: noSync, Logger: log})
-			if err != nil {
-				return err
-			}
-			defer srv.Close()
 			l, err := net.Listen("tcp", listen)
 			if err != nil {
 				return err
 			}
+			if advertise == "" {
+				advertise = l.Addr().String()
+			}
+			cfg := storaged.Config{Node: routing.NodeID(node), Addr: advertise, Disks: disks, Targets: tcs,
+				RPC: rpc.Options{Token: token, Logger: log}, NoSync: noSync, Logger: log,
+				HeartbeatTimeout: hbTimeout, ResyncBytesPerSec: resyncRate}
+			if len(mgmtdAddrs) > 0 {
+				rc := rpc.NewClient(rpc.Options{Token: token, Logger: log})
+				defer rc.Close()
+				ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+				src, err := client.NewMgmtdSource(ctx, mgmtdAddrs, rc, time.Second)
+				cancel()
+				if err != nil {
+					return fmt.Errorf("reach mgmtd %v: %w", mgmtdAddrs, err)
+				}
+				defer src.Close()
+				cfg.Routing, cfg.Mgmtd = src, src.Mgmtd()
+			} else {
+				src, err := routing.OpenFile(routingFile, time.Second)
+				if err != nil {
+					return err
+				}
+				defer src.Close()
+				cfg.Routing = src
+			}
+			srv, err := storaged.New(cfg)
+			if err != nil {
+				l.Close()
+				return err
+			}
+			defer srv.Close()
 			log.Info("storaged up", "node", node, "listen", l.Addr().String(), "disks", disks, "targets", len(tcs))
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -86,6 +114,10 @@ Until the cluster manager is built, routing (nodes, chains, target states) comes
 	f.StringVar(&routingFile, "routing-file", "", "JSON routing information, re-read when it changes")
 	f.StringVar(&token, "token", "", "cluster token every peer must present")
 	f.BoolVar(&noSync, "no-sync", false, "acknowledge writes before they reach the disk")
+	f.StringSliceVar(&mgmtdAddrs, "mgmtd", nil, "cluster manager addresses (comma-separated): run as a managed node")
+	f.StringVar(&advertise, "advertise", "", "address others reach this node at (default: the listen address)")
+	f.DurationVar(&hbTimeout, "heartbeat-timeout", 6*time.Second, "T: mgmtd's failure timeout; the node stops serving after T/2 without mgmtd")
+	f.Int64Var(&resyncRate, "resync-rate", 256<<20, "recovery throttle in bytes per second")
 	return cmd
 }
 

@@ -8,9 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/flyfs/flyfs/core/client"
@@ -18,6 +18,14 @@ import (
 	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/storaged"
 )
+
+// quietLog drops the services' logs; set FLYFS_TEST_LOG=1 to see them.
+var quietLog = func() *slog.Logger {
+	if os.Getenv("FLYFS_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}()
 
 // StorageConfig shapes a storage cluster.
 type StorageConfig struct {
@@ -31,7 +39,7 @@ type StorageConfig struct {
 
 // StorageCluster is N storaged on loopback with a routing table the test sets.
 type StorageCluster struct {
-	tb      testing.TB
+	tb      TB
 	cfg     StorageConfig
 	Routing *routing.Static
 	Net     *Network
@@ -53,7 +61,7 @@ type StorageNode struct {
 }
 
 // StartStorage starts the cluster and stops it when the test ends.
-func StartStorage(tb testing.TB, cfg StorageConfig) *StorageCluster {
+func StartStorage(tb TB, cfg StorageConfig) *StorageCluster {
 	tb.Helper()
 	if cfg.Nodes <= 0 {
 		cfg.Nodes = 3
@@ -67,8 +75,7 @@ func StartStorage(tb testing.TB, cfg StorageConfig) *StorageCluster {
 	if cfg.ForwardTimeout <= 0 {
 		cfg.ForwardTimeout = 10 * time.Second
 	}
-	c := &StorageCluster{tb: tb, cfg: cfg, Net: NewNetwork(), Token: "harness-token",
-		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	c := &StorageCluster{tb: tb, cfg: cfg, Net: NewNetwork(), Token: "harness-token", log: quietLog}
 	info := &routing.Info{Version: 1, Nodes: map[routing.NodeID]routing.Node{}, Chains: map[routing.ChainID]*routing.Chain{}}
 	base := tb.TempDir()
 	for i := 0; i < cfg.Nodes; i++ {

@@ -4,6 +4,8 @@ package mgmtdapi
 
 import (
 	"context"
+	"errors"
+	"strings"
 
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
@@ -16,7 +18,7 @@ const (
 	MethodGetPrimary    rpc.Method = 0x0103 // any mgmtd
 	MethodSetChains     rpc.Method = 0x0104 // primary only: create or replace chains
 	MethodSetTargetHeld rpc.Method = 0x0105 // primary only: take a target offline by hand, or release it
-	MethodListNodes     rpc.Method = 0x0106 // any mgmtd
+	MethodListNodes     rpc.Method = 0x0106 // the primary; another mgmtd answers NotPrimary, or a partial list when no primary is elected
 )
 
 // Error codes.
@@ -35,6 +37,38 @@ func init() {
 	rpc.RegisterCode(CodeNotPrimary, "NotPrimary")
 	rpc.RegisterCode(CodeStaleHeartbeat, "StaleHeartbeat")
 	rpc.RegisterCode(CodeUnknownTarget, "UnknownTarget")
+	rpc.RegisterMethod(MethodHeartbeat, "mgmtd.Heartbeat")
+	rpc.RegisterMethod(MethodGetRouting, "mgmtd.GetRouting")
+	rpc.RegisterMethod(MethodGetPrimary, "mgmtd.GetPrimary")
+	rpc.RegisterMethod(MethodSetChains, "mgmtd.SetChains")
+	rpc.RegisterMethod(MethodSetTargetHeld, "mgmtd.SetTargetHeld")
+	rpc.RegisterMethod(MethodListNodes, "mgmtd.ListNodes")
+}
+
+// notPrimaryMark precedes the primary's address in a NotPrimary message.
+const notPrimaryMark = "primary is at "
+
+// NotPrimary returns the error a mgmtd that is not the primary answers with;
+// primaryAddr is the primary's address, or "" when none is known.
+func NotPrimary(primaryAddr string) *rpc.Error {
+	if primaryAddr == "" {
+		return rpc.NewError(CodeNotPrimary, "not the primary mgmtd; no primary is elected right now")
+	}
+	return rpc.NewError(CodeNotPrimary, "not the primary mgmtd; "+notPrimaryMark+primaryAddr)
+}
+
+// NotPrimaryAddr returns the primary's address named by a NotPrimary error,
+// or "" when err is not one or names no primary.
+func NotPrimaryAddr(err error) string {
+	var e *rpc.Error
+	if !errors.As(err, &e) || e.Code != CodeNotPrimary {
+		return ""
+	}
+	_, addr, ok := strings.Cut(e.Message, notPrimaryMark)
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(addr)
 }
 
 // TargetReport is a storage target's state as its storage service sees it.
@@ -60,16 +94,22 @@ type HeartbeatReq struct {
 	Seq     uint64         `cbor:"3,keyasint"` // grows with every heartbeat of one process (stale ones are refused)
 	Targets []TargetReport `cbor:"4,keyasint,omitempty"`
 	Disks   []DiskReport   `cbor:"5,keyasint,omitempty"`
+	// Incarnation is a random number the node draws once per process start:
+	// a new incarnation starts its Seq over, so a restarted node is not
+	// refused as stale.
+	Incarnation uint64 `cbor:"6,keyasint,omitempty"`
 }
 
 // HeartbeatResp tells the node the newest routing version, so it fetches
 // routing when it is behind.
 type HeartbeatResp struct {
 	RoutingVersion uint64 `cbor:"1,keyasint"`
-	LeaseSeconds   uint32 `cbor:"2,keyasint"` // T: a node silent this long is declared failed
+	LeaseSeconds   uint32 `cbor:"2,keyasint"`           // T rounded up to whole seconds: a node silent this long is declared failed
+	LeaseMillis    uint64 `cbor:"3,keyasint,omitempty"` // T in milliseconds (exact for sub-second T)
 }
 
-// GetRoutingReq asks for routing newer than Have.
+// GetRoutingReq asks for routing newer than Have; Have 0 (nothing yet)
+// always gets the routing, even the empty version 0 of a new cluster.
 type GetRoutingReq struct {
 	Have uint64 `cbor:"1,keyasint,omitempty"`
 }
@@ -135,6 +175,9 @@ type MgmtdStatus struct {
 type ListNodesResp struct {
 	Nodes  []NodeStatus  `cbor:"1,keyasint"`
 	Mgmtds []MgmtdStatus `cbor:"2,keyasint"`
+	// Partial: no primary is elected, so the answering mgmtd listed the nodes
+	// it knows from the KV store without liveness.
+	Partial bool `cbor:"3,keyasint,omitempty"`
 }
 
 // Client is a typed stub over an rpc.Client.

@@ -1,0 +1,264 @@
+package mgmtd
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/flyfs/flyfs/core/api/mgmtdapi"
+	"github.com/flyfs/flyfs/core/kv"
+	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/core/rpc"
+)
+
+// notPrimary is the answer of a mgmtd that may not act as primary.
+func (s *Server) notPrimary() error { return mgmtdapi.NotPrimary(s.primaryAddr()) }
+
+// handleSetChains creates chains or replaces their target lists. A new
+// chain's targets start serving and up to date: a fresh chain holds no data,
+// so there is nothing to sync. In a replaced chain a target it had keeps its
+// state and a new one starts offline (it joins through waiting and syncing
+// like a returning target). A chain asked for again unchanged is left alone,
+// so retries do not bump versions.
+func (s *Server) handleSetChains(ctx context.Context, req *mgmtdapi.SetChainsReq, _ []byte) (*mgmtdapi.SetChainsResp, []byte, error) {
+	if err := validateChains(req.Chains); err != nil {
+		return nil, nil, err
+	}
+	info, err := s.update(ctx, func(cur *routing.Info) (*change, error) {
+		replaced := map[routing.ChainID]bool{}
+		for _, c := range req.Chains {
+			replaced[c.ID] = true
+		}
+		owner := map[routing.TargetID]routing.ChainID{}
+		for id, c := range cur.Chains {
+			if !replaced[id] {
+				for _, t := range c.Targets {
+					owner[t.ID] = id
+				}
+			}
+		}
+		ch := &change{why: "set chains"}
+		for _, want := range req.Chains {
+			for _, t := range want.Targets {
+				if o, ok := owner[t.ID]; ok {
+					return nil, rpc.Errorf(rpc.InvalidArgument, "chain %d: target %d belongs to chain %d", want.ID, t.ID, o)
+				}
+			}
+			old := cur.Chains[want.ID]
+			if old != nil && sameMembers(old, &want) {
+				continue
+			}
+			next := &routing.Chain{ID: want.ID, Version: 1}
+			if old != nil {
+				next.Version = old.Version + 1
+			}
+			for _, t := range want.Targets {
+				nt := routing.Target{ID: t.ID, Node: t.Node, Disk: t.Disk, Public: routing.Serving, Local: routing.UpToDate}
+				if old != nil {
+					nt.Public, nt.Local = routing.Offline, routing.LocalOffline
+					if i := old.Index(t.ID); i >= 0 {
+						nt.Public, nt.Local = old.Targets[i].Public, old.Targets[i].Local
+					}
+				} else {
+					ch.fresh = append(ch.fresh, nt)
+				}
+				next.Targets = append(next.Targets, nt)
+			}
+			sortByState(next.Targets)
+			ch.chains = append(ch.chains, next)
+		}
+		return ch, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return &mgmtdapi.SetChainsResp{RoutingVersion: info.Version}, nil, nil
+}
+
+// validateChains rejects chain lists no cluster can have.
+func validateChains(chains []routing.Chain) error {
+	if len(chains) == 0 {
+		return rpc.Errorf(rpc.InvalidArgument, "no chains given")
+	}
+	seenChain := map[routing.ChainID]bool{}
+	seenTarget := map[routing.TargetID]routing.ChainID{}
+	for _, c := range chains {
+		switch {
+		case c.ID == 0:
+			return rpc.Errorf(rpc.InvalidArgument, "chain id 0 is reserved")
+		case seenChain[c.ID]:
+			return rpc.Errorf(rpc.InvalidArgument, "chain %d given twice", c.ID)
+		case len(c.Targets) == 0:
+			return rpc.Errorf(rpc.InvalidArgument, "chain %d has no targets", c.ID)
+		}
+		seenChain[c.ID] = true
+		nodes := map[routing.NodeID]routing.TargetID{}
+		for _, t := range c.Targets {
+			if t.ID == 0 {
+				return rpc.Errorf(rpc.InvalidArgument, "chain %d: target id 0 is reserved", c.ID)
+			}
+			if o, dup := seenTarget[t.ID]; dup {
+				return rpc.Errorf(rpc.InvalidArgument, "target %d is in chains %d and %d", t.ID, o, c.ID)
+			}
+			seenTarget[t.ID] = c.ID
+			if o, dup := nodes[t.Node]; dup {
+				return rpc.Errorf(rpc.InvalidArgument, "chain %d: targets %d and %d are both on node %d", c.ID, o, t.ID, t.Node)
+			}
+			nodes[t.Node] = t.ID
+			if t.Disk < 0 {
+				return rpc.Errorf(rpc.InvalidArgument, "chain %d: target %d on disk %d", c.ID, t.ID, t.Disk)
+			}
+		}
+	}
+	return nil
+}
+
+// sameMembers reports whether want lists exactly a's targets, in order, on
+// the same nodes and disks.
+func sameMembers(a, want *routing.Chain) bool {
+	return slices.EqualFunc(a.Targets, want.Targets, func(x, y routing.Target) bool {
+		return x.ID == y.ID && x.Node == y.Node && x.Disk == y.Disk
+	})
+}
+
+// sortByState orders targets serving, lastsrv, syncing, waiting, offline,
+// stable within each group: the order the chain rule keeps.
+func sortByState(ts []routing.Target) {
+	rank := map[routing.PublicState]int{routing.Serving: 0, routing.LastSrv: 1, routing.Syncing: 2, routing.Waiting: 3, routing.Offline: 4}
+	slices.SortStableFunc(ts, func(a, b routing.Target) int { return rank[a.Public] - rank[b.Public] })
+}
+
+// handleSetTargetHeld holds a target offline or releases it. The hold is
+// persisted (a new primary keeps it) and the target's chain is updated in the
+// same transaction, so the answer's routing version already shows the target
+// offline at the tail (held) or, when its node reports it, back on its way
+// through waiting and syncing (released).
+func (s *Server) handleSetTargetHeld(ctx context.Context, req *mgmtdapi.SetTargetHeldReq, _ []byte) (*mgmtdapi.SetTargetHeldResp, []byte, error) {
+	info, err := s.update(ctx, func(cur *routing.Info) (*change, error) {
+		var chain *routing.Chain
+		for _, id := range sortedChainIDs(cur) {
+			if c := cur.Chains[id]; c.Index(req.Target) >= 0 {
+				chain = c
+				break
+			}
+		}
+		if chain == nil {
+			return nil, rpc.Errorf(mgmtdapi.CodeUnknownTarget, "no chain has target %d", req.Target)
+		}
+		ch := &change{held: map[routing.TargetID]bool{req.Target: req.Held}, why: fmt.Sprintf("hold target %d", req.Target)}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.term == nil {
+			return nil, s.notPrimary()
+		}
+		t, now := s.term, time.Now()
+		local := func(id routing.TargetID) routing.LocalState {
+			held := t.held[id]
+			if id == req.Target {
+				held = req.Held
+			}
+			return t.localOf(id, now, s.cfg.HeartbeatTimeout, held)
+		}
+		if next, changed := nextChain(chain, local); changed {
+			ch.chains = []*routing.Chain{next}
+		}
+		return ch, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	s.log.Info("target hold changed", "target", req.Target, "held", req.Held, "routing_version", info.Version)
+	return &mgmtdapi.SetTargetHeldResp{RoutingVersion: info.Version}, nil, nil
+}
+
+// handleGetPrimary names the primary as the lease record says now.
+func (s *Server) handleGetPrimary(ctx context.Context, _ *mgmtdapi.GetPrimaryReq, _ []byte) (*mgmtdapi.GetPrimaryResp, []byte, error) {
+	var resp mgmtdapi.GetPrimaryResp
+	err := s.cfg.KV.RunRead(ctx, func(tx kv.ReadTxn) error {
+		rec, found, err := readLease(ctx, tx)
+		if err == nil && found && rec.Expiry > time.Now().UnixNano() {
+			resp = mgmtdapi.GetPrimaryResp{ID: rec.Holder, Addr: rec.Addr}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return &resp, nil, nil
+}
+
+// handleListNodes lists storage nodes with their liveness (the primary's
+// view) and the cluster managers. Another mgmtd redirects to the primary, or,
+// when none is elected, lists what the KV store knows and says so (Partial).
+func (s *Server) handleListNodes(ctx context.Context, _ *mgmtdapi.ListNodesReq, _ []byte) (*mgmtdapi.ListNodesResp, []byte, error) {
+	t := s.primaryTerm()
+	if t == nil {
+		if addr := s.primaryAddr(); addr != "" {
+			return nil, nil, mgmtdapi.NotPrimary(addr)
+		}
+	}
+	resp := &mgmtdapi.ListNodesResp{}
+	var info *routing.Info
+	err := s.cfg.KV.RunRead(ctx, func(tx kv.ReadTxn) error {
+		now := time.Now().UnixNano()
+		lease, found, err := readLease(ctx, tx)
+		if err != nil {
+			return err
+		}
+		recs, err := readMgmtds(ctx, tx)
+		if err != nil {
+			return err
+		}
+		resp.Mgmtds = resp.Mgmtds[:0]
+		for _, r := range recs {
+			if r.Expiry > now {
+				resp.Mgmtds = append(resp.Mgmtds, mgmtdapi.MgmtdStatus{ID: r.ID, Addr: r.Addr,
+					Primary: found && lease.Expiry > now && lease.Holder == r.ID})
+			}
+		}
+		if found && lease.Expiry > now && !slices.ContainsFunc(resp.Mgmtds, func(m mgmtdapi.MgmtdStatus) bool { return m.ID == lease.Holder }) {
+			resp.Mgmtds = append(resp.Mgmtds, mgmtdapi.MgmtdStatus{ID: lease.Holder, Addr: lease.Addr, Primary: true})
+		}
+		info, err = readRouting(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if t == nil {
+		resp.Partial = true
+		for _, id := range sortedNodeIDs(info.Nodes) {
+			resp.Nodes = append(resp.Nodes, mgmtdapi.NodeStatus{Node: id, Addr: info.Nodes[id].Addr})
+		}
+		return resp, nil, nil
+	}
+	now := time.Now()
+	s.mu.Lock()
+	ids := make([]routing.NodeID, 0, len(t.nodes))
+	for id := range t.nodes {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		n := t.nodes[id]
+		addr := n.addr
+		if a, ok := info.Nodes[id]; ok && addr == "" {
+			addr = a.Addr
+		}
+		resp.Nodes = append(resp.Nodes, mgmtdapi.NodeStatus{Node: id, Addr: addr,
+			Alive: n.heard && t.alive(n, now, s.cfg.HeartbeatTimeout), LastHeartbeat: n.lastWall,
+			Targets: n.reports, Disks: n.disks})
+	}
+	s.mu.Unlock()
+	return resp, nil, nil
+}
+
+func sortedNodeIDs(m map[routing.NodeID]routing.Node) []routing.NodeID {
+	ids := make([]routing.NodeID, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
