@@ -400,3 +400,39 @@ func TestLinearizableAcrossKills(t *testing.T) {
 	}
 	t.Logf("%d operations, linearizable", len(history))
 }
+
+// TestRetryAfterHeadFailoverIsNotReapplied: a client's write commits, another
+// client writes over it, the head dies before answering the first client, and
+// the first client retries with the same tag at the new head: the retry must
+// be answered from the dedup record, not applied again over the newer write.
+func TestRetryAfterHeadFailoverIsNotReapplied(t *testing.T) {
+	c := harness.StartStorage(t, harness.StorageConfig{Nodes: 3, Chains: 1, NoSync: true})
+	api := storageapi.Client{RPC: c.RPCClient("client")}
+	chunk := layout.MakeChunkID(3, 0)
+	sum := func(b []byte) uint32 { return crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)) }
+	first := []byte("AAAA")
+	req := storageapi.WriteReq{Key: storageapi.Key{Chain: 1, ChainVer: 1, Chunk: chunk}, Kind: storageapi.KindWrite,
+		ChunkSize: chunkSize, Checksum: sum(first), Tag: storageapi.Tag{Client: 77, Channel: 1, Seq: 1}}
+	r1 := req
+	if _, err := api.Write(ctx, c.Nodes[0].Addr, &r1, first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Client(time.Second).Write(ctx, 1, chunk, 0, []byte("BBBB"), chunkSize); err != nil {
+		t.Fatal(err)
+	}
+	c.Kill(0)
+	c.FailNode(0)
+	retry := req
+	retry.Key.ChainVer = c.Routing.Current().Chains[1].Version
+	resp, err := api.Write(ctx, c.Nodes[1].Addr, &retry, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Meta.CommitVer != 1 {
+		t.Fatalf("the retry was answered with version %d, not the first write's 1", resp.Meta.CommitVer)
+	}
+	got, err := c.Client(time.Second).Read(ctx, client.ReadIO{Chain: 1, Chunk: chunk, Length: 10}, false)
+	if err != nil || string(got) != "BBBB" {
+		t.Fatalf("after the retry the chunk holds %q (%v): the retry undid a newer write", got, err)
+	}
+}

@@ -31,7 +31,10 @@ func (s *Server) handleWrite(ctx context.Context, req *storageapi.WriteReq, data
 	if err := checkUpdate(req, data); err != nil {
 		return nil, nil, err
 	}
-	dedupOn := !req.Forwarded && req.Tag.Client != 0
+	// Every hop remembers the client's tag, so that after a head failover the
+	// new head recognises a client's retry of an update the chain already
+	// committed, and answers it instead of applying it again.
+	dedupOn := req.Tag.Client != 0 && !req.Resync
 	if dedupOn {
 		cached, err := s.dedup.begin(req.Tag, req.Key.Chain)
 		if err != nil || cached != nil {
@@ -192,7 +195,7 @@ func (s *Server) forward(ctx context.Context, t *target, req *storageapi.WriteRe
 		}
 		addr, _ := info.Addr(succ.Node)
 		fwd := *req
-		fwd.Forwarded, fwd.Tag, fwd.Key.ChainVer = true, storageapi.Tag{}, chain.Version
+		fwd.Forwarded, fwd.Key.ChainVer = true, chain.Version
 		fwd.UpdateVer, fwd.Syncing = d.Version, succ.Public == routing.Syncing
 		payload := data
 		if req.Kind != storageapi.KindRemove && craq.ForwardReplace(fwd.Syncing, d, gap) {
@@ -211,7 +214,7 @@ func (s *Server) forward(ctx context.Context, t *target, req *storageapi.WriteRe
 		case storageapi.CodeMissingUpdate:
 			gap = true
 			continue
-		case storageapi.CodeChainVersion, storageapi.CodeNoTarget, storageapi.CodeTargetNotServing,
+		case storageapi.CodeChainVersion, storageapi.CodeNoTarget, storageapi.CodeTargetNotServing, storageapi.CodeChannelBusy,
 			rpc.Unavailable, rpc.DeadlineExceeded, rpc.Canceled, rpc.Internal:
 			// Retry: the successor is down or routing is moving.
 		default:
