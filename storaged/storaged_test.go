@@ -436,3 +436,69 @@ func TestRetryAfterHeadFailoverIsNotReapplied(t *testing.T) {
 		t.Fatalf("after the retry the chunk holds %q (%v): the retry undid a newer write", got, err)
 	}
 }
+
+// TestTruncateRemoveAndQueryThroughTheChain: truncates and range removals
+// travel the chain like writes; query-last-chunk describes an inode's chunks.
+func TestTruncateRemoveAndQueryThroughTheChain(t *testing.T) {
+	c := harness.StartStorage(t, harness.StorageConfig{Nodes: 3, Chains: 1, NoSync: true})
+	cl := c.Client(5 * time.Second)
+	const inode = 55
+	for i := uint64(0); i < 4; i++ {
+		if _, err := cl.Write(ctx, 1, layout.MakeChunkID(inode, i), 0, pattern(i, 10_000*int(i+1)), chunkSize); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cl.Write(ctx, 1, layout.MakeChunkID(inode+1, 0), 0, []byte("another file"), chunkSize); err != nil {
+		t.Fatal(err)
+	}
+	// Cut chunk 3 to 100 bytes, extend chunk 0 with zeros to 15 000.
+	if _, err := cl.Update(ctx, client.Update{Chain: 1, Chunk: layout.MakeChunkID(inode, 3), Kind: storageapi.KindTruncate, Length: 100, ChunkSize: chunkSize}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Update(ctx, client.Update{Chain: 1, Chunk: layout.MakeChunkID(inode, 0), Kind: storageapi.KindTruncate, Length: 15_000, ChunkSize: chunkSize}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range servingNodes(c, 1) {
+		got, err := replicaRead(t, c, n, 1, layout.MakeChunkID(inode, 3), chunkSize)
+		if err != nil || !bytes.Equal(got, pattern(3, 40_000)[:100]) {
+			t.Fatalf("truncated chunk on %s: %d bytes, %v", c.Nodes[n].Name, len(got), err)
+		}
+		got, err = replicaRead(t, c, n, 1, layout.MakeChunkID(inode, 0), chunkSize)
+		if err != nil || len(got) != 15_000 || !bytes.Equal(got[:10_000], pattern(0, 10_000)) || !bytes.Equal(got[10_000:], make([]byte, 5000)) {
+			t.Fatalf("extended chunk on %s: %d bytes, %v", c.Nodes[n].Name, len(got), err)
+		}
+	}
+	api := storageapi.Client{RPC: c.RPCClient("client")}
+	begin, end := layout.InodeChunks(inode)
+	q, err := api.QueryLastChunk(ctx, c.Nodes[1].Addr, &storageapi.ChunkRange{Chain: 1, ChainVer: 1, Begin: begin, End: end})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !q.Found || q.LastChunk != layout.MakeChunkID(inode, 3) || q.LastLen != 100 || q.Count != 4 || q.TotalLen != 15_000+20_000+30_000+100 {
+		t.Fatalf("query last chunk: %+v", q)
+	}
+	// Remove the inode's chunks, two per call, through the head.
+	removed := 0
+	for {
+		r, err := api.RemoveChunks(ctx, c.Nodes[0].Addr, &storageapi.ChunkRange{Chain: 1, ChainVer: 1, Begin: begin, End: end, Max: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		removed += int(r.Removed)
+		if !r.More {
+			break
+		}
+	}
+	if removed != 4 {
+		t.Fatalf("removed %d chunks, want 4", removed)
+	}
+	for _, n := range servingNodes(c, 1) {
+		if _, err := replicaRead(t, c, n, 1, layout.MakeChunkID(inode, 1), 10); rpc.CodeOf(err) != rpc.NotFound {
+			t.Fatalf("removed chunk on %s: %v", c.Nodes[n].Name, err)
+		}
+		if got, err := replicaRead(t, c, n, 1, layout.MakeChunkID(inode+1, 0), 100); err != nil || string(got) != "another file" {
+			t.Fatalf("the other file's chunk on %s: %q %v", c.Nodes[n].Name, got, err)
+		}
+	}
+	checkConverged(t, c)
+}
