@@ -3,12 +3,65 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/kv/kvopen"
+	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/core/rpc"
 )
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func freeLoopback(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// waitServing waits until mgmtd at addr publishes n chains, all serving.
+func waitServing(t *testing.T, addr string, n int) *routing.Info {
+	t.Helper()
+	rc := rpc.NewClient(rpc.Options{})
+	defer rc.Close()
+	m := client.NewMgmtd(rc, []string{addr})
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		resp, err := m.GetRouting(ctx, 0)
+		cancel()
+		if err == nil && resp.Info != nil && len(resp.Info.Chains) == n {
+			ok := true
+			for _, c := range resp.Info.Chains {
+				for _, tg := range c.Targets {
+					ok = ok && tg.Public == routing.Serving
+				}
+			}
+			if ok {
+				return resp.Info
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("chains on %s never all served", addr)
+	return nil
+}
 
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
@@ -66,31 +119,32 @@ func TestEnvironmentSetsFlags(t *testing.T) {
 	}
 }
 
-// TestServerKeepsClusterAcrossRestart starts the server twice on one --data:
-// the second start finds the cluster the first created.
-func TestServerKeepsClusterAcrossRestart(t *testing.T) {
+// TestServerRestartsOnItsData starts the server twice on one --data: the
+// second start finds the cluster, the chains the first created, and its
+// storage serving again.
+func TestServerRestartsOnItsData(t *testing.T) {
 	dir := t.TempDir()
-	ids := make([]string, 2)
-	for i := range ids {
+	var ids []string
+	for i := 0; i < 2; i++ {
 		ctx, cancel := context.WithCancel(context.Background())
+		var out bytes.Buffer
 		done := make(chan error, 1)
-		go func() { done <- runServer(ctx, dir, kvopen.Config{Engine: "pebble"}) }()
-		time.Sleep(200 * time.Millisecond)
+		addr := freeLoopback(t)
+		go func() {
+			done <- runServer(ctx, serverOptions{dataDir: dir, kvc: kvopen.Config{Engine: "pebble"}, mgmtdAddr: addr,
+				disks: 2, replicas: 2, chains: 3, noSync: true}, &syncWriter{w: &out})
+		}()
+		info := waitServing(t, addr, 3)
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		db, err := kvopen.Open(context.Background(), kvopen.Config{Engine: "pebble", Dir: dir + "/meta"})
-		if err != nil {
-			t.Fatal(err)
+		if len(info.Chains) != 3 {
+			t.Fatalf("start %d: %d chains", i, len(info.Chains))
 		}
-		ids[i], _, err = clusterID(context.Background(), db)
-		db.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		ids = append(ids, out.String())
 	}
-	if ids[0] == "" || ids[0] != ids[1] {
-		t.Fatalf("cluster id changed across a restart: %q then %q", ids[0], ids[1])
+	if !strings.Contains(ids[0], "(new: true)") || !strings.Contains(ids[1], "(new: false)") {
+		t.Fatalf("the second start did not find the first's cluster:\n%s\n%s", ids[0], ids[1])
 	}
 }

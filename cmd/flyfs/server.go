@@ -5,30 +5,49 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
 
+	"github.com/flyfs/flyfs/core/api/mgmtdapi"
+	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/kv/kvopen"
+	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/flyfs/flyfs/mgmtd"
+	"github.com/flyfs/flyfs/storaged"
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 )
 
+// serverOptions configure the all-in-one server.
+type serverOptions struct {
+	dataDir   string
+	kvc       kvopen.Config
+	mgmtdAddr string
+	disks     int
+	replicas  int
+	chains    int
+	token     string
+	noSync    bool
+}
+
 func serverCmd() *cobra.Command {
-	var dataDir string
-	var kvc kvopen.Config
+	var o serverOptions
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run every flyfs role in one process on one machine (the embedded default)",
-		Long: `Run flyfs on one machine over the embedded Pebble metadata engine, with its
-data under --data. Restarting on the same --data brings everything back.
+		Long: `Run flyfs on one machine over the embedded Pebble metadata engine, with all its
+state under --data: a cluster manager, one storage service per data disk
+(--disks, under --data/disk<N>), and chains of --replicas targets over them, created
+on the first start. Restarting on the same --data brings everything back.
 
-Today the server opens (or creates) the metadata store under --data and keeps it
-open until Ctrl-C; the storage, metadata, S3 and console services join it as their
-issues land.`,
+The metadata service, the FUSE mount, the S3 gateway and the console join this
+process as their issues land.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := bindEnv(cmd); err != nil {
@@ -36,23 +55,33 @@ issues land.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runServer(ctx, dataDir, kvc)
+			return runServer(ctx, o, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar(&dataDir, "data", "flyfs-data", "directory for all of the server's state")
-	addKVFlags(cmd.Flags(), &kvc)
+	f := cmd.Flags()
+	f.StringVar(&o.dataDir, "data", "flyfs-data", "directory for all of the server's state")
+	addKVFlags(f, &o.kvc)
+	f.StringVar(&o.mgmtdAddr, "mgmtd-addr", "127.0.0.1:9000", "address of the cluster manager")
+	f.IntVar(&o.disks, "disks", 1, "storage services, one disk directory each")
+	f.IntVar(&o.replicas, "replicas", 1, "replicas per chain (at most --disks)")
+	f.IntVar(&o.chains, "chains", 8, "chains created on the first start")
+	f.StringVar(&o.token, "token", "", "cluster token every peer must present")
+	f.BoolVar(&o.noSync, "no-sync", false, "acknowledge writes before they reach the disk")
 	return cmd
 }
 
-func runServer(ctx context.Context, dataDir string, kvc kvopen.Config) error {
+func runServer(ctx context.Context, o serverOptions, out interface{ Write([]byte) (int, error) }) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if kvc.Engine == "" || kvc.Engine == "pebble" {
-		kvc.Dir = filepath.Join(dataDir, "meta")
-		if err := os.MkdirAll(kvc.Dir, 0o755); err != nil {
+	if o.replicas < 1 || o.replicas > o.disks {
+		return fmt.Errorf("--replicas %d: want 1..--disks (%d)", o.replicas, o.disks)
+	}
+	if o.kvc.Engine == "" || o.kvc.Engine == "pebble" {
+		o.kvc.Dir = filepath.Join(o.dataDir, "meta")
+		if err := os.MkdirAll(o.kvc.Dir, 0o755); err != nil {
 			return fmt.Errorf("create data directory: %w", err)
 		}
 	}
-	db, err := kvopen.Open(ctx, kvc)
+	db, err := kvopen.Open(ctx, o.kvc)
 	if err != nil {
 		return err
 	}
@@ -61,11 +90,88 @@ func runServer(ctx context.Context, dataDir string, kvc kvopen.Config) error {
 	if err != nil {
 		return err
 	}
-	log.Info("flyfs server up", "cluster", id, "new", fresh, "kv", kvc.Engine, "data", dataDir)
-	log.Info("not built yet: storaged, mgmtd, metad, FUSE mount, S3 gateway, console; they join as their issues land")
+	ropts := rpc.Options{Token: o.token, Logger: log}
+
+	// The cluster manager.
+	ml, err := net.Listen("tcp", o.mgmtdAddr)
+	if err != nil {
+		return fmt.Errorf("mgmtd: %w", err)
+	}
+	const T = 3 * time.Second
+	m, err := mgmtd.New(mgmtd.Config{ID: "server", Addr: ml.Addr().String(), KV: db, HeartbeatTimeout: T, RPC: ropts, Logger: log})
+	if err != nil {
+		ml.Close()
+		return err
+	}
+	defer m.Close()
+	go m.Serve(ml)
+	mgmtdAddrs := []string{ml.Addr().String()}
+	rc := rpc.NewClient(ropts)
+	defer rc.Close()
+	if err := ensureChains(ctx, client.NewMgmtd(rc, mgmtdAddrs), o); err != nil {
+		return err
+	}
+
+	// One storage service per disk.
+	var storageAddrs []string
+	for i := 0; i < o.disks; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		src, err := client.NewMgmtdSource(sctx, mgmtdAddrs, rc, time.Second)
+		cancel()
+		if err != nil {
+			l.Close()
+			return err
+		}
+		defer src.Close()
+		s, err := storaged.New(storaged.Config{Node: routing.NodeID(i + 1), Addr: l.Addr().String(),
+			Disks: []string{filepath.Join(o.dataDir, fmt.Sprintf("disk%d", i))}, Routing: src, Mgmtd: src.Mgmtd(),
+			HeartbeatTimeout: T, RPC: ropts, NoSync: o.noSync, Logger: log})
+		if err != nil {
+			l.Close()
+			return err
+		}
+		defer s.Close()
+		go s.Serve(l)
+		storageAddrs = append(storageAddrs, l.Addr().String())
+	}
+	fmt.Fprintf(out, "flyfs server up: cluster %s (new: %v), data %s, kv %s\n", id, fresh, o.dataDir, o.kvc.Engine)
+	fmt.Fprintf(out, "  mgmtd     %s\n", mgmtdAddrs[0])
+	for i, a := range storageAddrs {
+		fmt.Fprintf(out, "  storaged  %s (node %d, %s)\n", a, i+1, filepath.Join(o.dataDir, fmt.Sprintf("disk%d", i)))
+	}
+	fmt.Fprintf(out, "  try: flyfs admin --mgmtd %s chains\n", mgmtdAddrs[0])
+	fmt.Fprintln(out, "  not built yet: metadata service, FUSE mount, S3 gateway, console (they join as their issues land)")
 	<-ctx.Done()
 	log.Info("shutting down")
 	return nil
+}
+
+// ensureChains creates the server's chains on its first start.
+func ensureChains(ctx context.Context, m *client.Mgmtd, o serverOptions) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := m.GetRouting(ctx, 0)
+	if err != nil {
+		return fmt.Errorf("read routing: %w", err)
+	}
+	if resp.Info != nil && len(resp.Info.Chains) > 0 {
+		return nil
+	}
+	req := &mgmtdapi.SetChainsReq{}
+	for c := 1; c <= o.chains; c++ {
+		chain := routing.Chain{ID: routing.ChainID(c), Version: 1}
+		for r := 0; r < o.replicas; r++ {
+			node := routing.NodeID((c-1+r)%o.disks + 1)
+			chain.Targets = append(chain.Targets, routing.Target{ID: routing.TargetID(c*100 + r + 1), Node: node, Public: routing.Serving, Local: routing.UpToDate})
+		}
+		req.Chains = append(req.Chains, chain)
+	}
+	_, err = m.SetChains(ctx, req)
+	return err
 }
 
 // clusterID reads the cluster's id, creating it on first start.

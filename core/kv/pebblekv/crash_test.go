@@ -230,3 +230,18 @@ func TestCloseWithOpenTransaction(t *testing.T) {
 		t.Fatal("commit after close succeeded")
 	}
 }
+
+// TestSecondOpenNamesTheLock: a second process (here: a second open) of the
+// same directory gets an error that says the directory is in use.
+func TestSecondOpenNamesTheLock(t *testing.T) {
+	dir := t.TempDir()
+	db, err := pebblekv.Open(dir, pebblekv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = pebblekv.Open(dir, pebblekv.Options{})
+	if err == nil || !strings.Contains(err.Error(), "is in use by another") {
+		t.Fatalf("second open: %v", err)
+	}
+}

@@ -22,7 +22,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -70,6 +72,10 @@ func Open(dir string, opts Options) (*kv.DB, error) {
 	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, Logger: QuietLogger{}})
 	if err != nil {
 		cache.Unref()
+		// Another process holds the lock (EAGAIN), or this one does.
+		if errors.Is(err, syscall.EAGAIN) || strings.Contains(err.Error(), "lock held") {
+			return nil, fmt.Errorf("pebblekv: %s is in use by another flyfs process or store (its lock is held): %w", dir, err)
+		}
 		return nil, fmt.Errorf("pebblekv: open %s: %w", dir, err)
 	}
 	e := &engine{db: db, cache: cache, sync: !opts.NoSync, resolver: conflict.New(10 * time.Second),
