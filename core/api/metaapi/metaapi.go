@@ -1,0 +1,264 @@
+// Package metaapi is metad's wire API: methods, messages and a typed client
+// stub. Errors travel as rpc errors whose code is CodeErrno and whose message
+// starts with the errno number, so clients get POSIX errnos back (Errno).
+package metaapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/flyfs/flyfs/core/layout"
+	"github.com/flyfs/flyfs/core/rpc"
+)
+
+// Methods of the metadata service (service 4).
+const (
+	MethodStat     rpc.Method = 0x0401
+	MethodLookup   rpc.Method = 0x0402
+	MethodResolve  rpc.Method = 0x0403
+	MethodCreate   rpc.Method = 0x0404
+	MethodMkdir    rpc.Method = 0x0405
+	MethodReadDir  rpc.Method = 0x0406
+	MethodUnlink   rpc.Method = 0x0407
+	MethodRmdir    rpc.Method = 0x0408
+	MethodRename   rpc.Method = 0x0409
+	MethodClose    rpc.Method = 0x040a
+	MethodSetAttr  rpc.Method = 0x040b
+	MethodSymlink  rpc.Method = 0x040c
+	MethodLink     rpc.Method = 0x040d
+	MethodReadlink rpc.Method = 0x040e
+	MethodReport   rpc.Method = 0x040f // a writer's length hint
+)
+
+// CodeErrno marks an error that carries a POSIX errno.
+const CodeErrno = rpc.CodeServiceBase + 0x400
+
+func init() { rpc.RegisterCode(CodeErrno, "Errno") }
+
+// ErrnoError returns the wire error for errno e.
+func ErrnoError(e syscall.Errno, detail string) error {
+	return rpc.NewError(CodeErrno, fmt.Sprintf("%d %s: %s", int(e), e.Error(), detail))
+}
+
+// Errno extracts the errno of a wire error (0 if it carries none).
+func Errno(err error) syscall.Errno {
+	var re *rpc.Error
+	if !errors.As(err, &re) || re.Code != CodeErrno {
+		return 0
+	}
+	num, _, _ := strings.Cut(re.Message, " ")
+	n, perr := strconv.Atoi(num)
+	if perr != nil {
+		return syscall.EIO
+	}
+	return syscall.Errno(n)
+}
+
+// Type of an inode.
+type Type uint8
+
+const (
+	TypeFile    Type = 1
+	TypeDir     Type = 2
+	TypeSymlink Type = 3
+)
+
+// Inode is what clients see of an inode.
+type Inode struct {
+	ID          uint64        `cbor:"1,keyasint"`
+	Type        Type          `cbor:"2,keyasint"`
+	Mode        uint32        `cbor:"3,keyasint,omitempty"`
+	UID         uint32        `cbor:"4,keyasint,omitempty"`
+	GID         uint32        `cbor:"5,keyasint,omitempty"`
+	Atime       int64         `cbor:"6,keyasint,omitempty"`
+	Mtime       int64         `cbor:"7,keyasint,omitempty"`
+	Ctime       int64         `cbor:"8,keyasint,omitempty"`
+	Nlink       uint32        `cbor:"9,keyasint,omitempty"`
+	Length      uint64        `cbor:"10,keyasint,omitempty"`
+	TruncateVer uint64        `cbor:"11,keyasint,omitempty"`
+	Layout      layout.Layout `cbor:"12,keyasint,omitempty"`
+	Target      string        `cbor:"13,keyasint,omitempty"` // symlink
+}
+
+// RequestID makes a mutating request idempotent across retries.
+type RequestID [16]byte
+
+// InodeReq names an inode.
+type InodeReq struct {
+	Ino uint64 `cbor:"1,keyasint"`
+}
+
+// LookupReq names an entry of a directory.
+type LookupReq struct {
+	Parent uint64 `cbor:"1,keyasint"`
+	Name   string `cbor:"2,keyasint"`
+}
+
+// ResolveReq names a path.
+type ResolveReq struct {
+	Path       string `cbor:"1,keyasint"`
+	FollowLast bool   `cbor:"2,keyasint,omitempty"`
+}
+
+// InodeResp carries an inode.
+type InodeResp struct {
+	Inode Inode `cbor:"1,keyasint"`
+}
+
+// CreateReq creates (or opens) a file.
+type CreateReq struct {
+	ReqID     RequestID `cbor:"1,keyasint"`
+	Parent    uint64    `cbor:"2,keyasint"`
+	Name      string    `cbor:"3,keyasint"`
+	Mode      uint32    `cbor:"4,keyasint,omitempty"`
+	Exclusive bool      `cbor:"5,keyasint,omitempty"`
+	Truncate  bool      `cbor:"6,keyasint,omitempty"`
+	Write     bool      `cbor:"7,keyasint,omitempty"`
+	Client    uint64    `cbor:"8,keyasint,omitempty"`
+}
+
+// CreateResp returns the file and, for a write open, its session.
+type CreateResp struct {
+	Inode   Inode  `cbor:"1,keyasint"`
+	Created bool   `cbor:"2,keyasint,omitempty"`
+	Session []byte `cbor:"3,keyasint,omitempty"` // opaque session handle
+}
+
+// MkdirReq creates a directory.
+type MkdirReq struct {
+	ReqID  RequestID `cbor:"1,keyasint"`
+	Parent uint64    `cbor:"2,keyasint"`
+	Name   string    `cbor:"3,keyasint"`
+	Mode   uint32    `cbor:"4,keyasint,omitempty"`
+}
+
+// SymlinkReq creates a symbolic link.
+type SymlinkReq struct {
+	ReqID  RequestID `cbor:"1,keyasint"`
+	Parent uint64    `cbor:"2,keyasint"`
+	Name   string    `cbor:"3,keyasint"`
+	Target string    `cbor:"4,keyasint"`
+}
+
+// LinkReq creates a hard link.
+type LinkReq struct {
+	ReqID     RequestID `cbor:"1,keyasint"`
+	Ino       uint64    `cbor:"2,keyasint"`
+	NewParent uint64    `cbor:"3,keyasint"`
+	NewName   string    `cbor:"4,keyasint"`
+}
+
+// ReadDirReq lists a page of a directory after a name.
+type ReadDirReq struct {
+	Dir   uint64 `cbor:"1,keyasint"`
+	After string `cbor:"2,keyasint,omitempty"`
+	Limit int    `cbor:"3,keyasint,omitempty"`
+}
+
+// DirEntry is one directory entry.
+type DirEntry struct {
+	Name string `cbor:"1,keyasint"`
+	Ino  uint64 `cbor:"2,keyasint"`
+	Type Type   `cbor:"3,keyasint"`
+}
+
+// ReadDirResp is a page of entries.
+type ReadDirResp struct {
+	Entries []DirEntry `cbor:"1,keyasint"`
+	More    bool       `cbor:"2,keyasint,omitempty"`
+}
+
+// RemoveReq removes an entry (unlink or rmdir).
+type RemoveReq struct {
+	ReqID  RequestID `cbor:"1,keyasint"`
+	Parent uint64    `cbor:"2,keyasint"`
+	Name   string    `cbor:"3,keyasint"`
+}
+
+// RenameReq moves an entry.
+type RenameReq struct {
+	ReqID     RequestID `cbor:"1,keyasint"`
+	SrcParent uint64    `cbor:"2,keyasint"`
+	SrcName   string    `cbor:"3,keyasint"`
+	DstParent uint64    `cbor:"4,keyasint"`
+	DstName   string    `cbor:"5,keyasint"`
+	Flags     uint32    `cbor:"6,keyasint,omitempty"` // RENAME_NOREPLACE, RENAME_EXCHANGE
+}
+
+// CloseReq closes a write session with the writer's length hint.
+type CloseReq struct {
+	Session     []byte `cbor:"1,keyasint"`
+	TruncateVer uint64 `cbor:"2,keyasint,omitempty"`
+	Length      uint64 `cbor:"3,keyasint,omitempty"`
+}
+
+// ReportReq is a writer's periodic length hint.
+type ReportReq struct {
+	Ino         uint64 `cbor:"1,keyasint"`
+	TruncateVer uint64 `cbor:"2,keyasint,omitempty"`
+	Length      uint64 `cbor:"3,keyasint"`
+}
+
+// Empty is a response with nothing in it.
+type Empty struct{}
+
+// Client is a typed stub over an rpc.Client for one metad address.
+type Client struct {
+	RPC  *rpc.Client
+	Addr string
+}
+
+func call[Req, Resp any](ctx context.Context, c Client, m rpc.Method, req *Req) (*Resp, error) {
+	resp, _, err := rpc.Call[Req, Resp](ctx, c.RPC, c.Addr, m, req, nil)
+	return resp, err
+}
+
+func (c Client) Stat(ctx context.Context, ino uint64) (*InodeResp, error) {
+	return call[InodeReq, InodeResp](ctx, c, MethodStat, &InodeReq{Ino: ino})
+}
+func (c Client) Lookup(ctx context.Context, req *LookupReq) (*InodeResp, error) {
+	return call[LookupReq, InodeResp](ctx, c, MethodLookup, req)
+}
+func (c Client) Resolve(ctx context.Context, req *ResolveReq) (*InodeResp, error) {
+	return call[ResolveReq, InodeResp](ctx, c, MethodResolve, req)
+}
+func (c Client) Create(ctx context.Context, req *CreateReq) (*CreateResp, error) {
+	return call[CreateReq, CreateResp](ctx, c, MethodCreate, req)
+}
+func (c Client) Mkdir(ctx context.Context, req *MkdirReq) (*InodeResp, error) {
+	return call[MkdirReq, InodeResp](ctx, c, MethodMkdir, req)
+}
+func (c Client) Symlink(ctx context.Context, req *SymlinkReq) (*InodeResp, error) {
+	return call[SymlinkReq, InodeResp](ctx, c, MethodSymlink, req)
+}
+func (c Client) Link(ctx context.Context, req *LinkReq) (*InodeResp, error) {
+	return call[LinkReq, InodeResp](ctx, c, MethodLink, req)
+}
+func (c Client) Readlink(ctx context.Context, ino uint64) (*InodeResp, error) {
+	return call[InodeReq, InodeResp](ctx, c, MethodReadlink, &InodeReq{Ino: ino})
+}
+func (c Client) ReadDir(ctx context.Context, req *ReadDirReq) (*ReadDirResp, error) {
+	return call[ReadDirReq, ReadDirResp](ctx, c, MethodReadDir, req)
+}
+func (c Client) Unlink(ctx context.Context, req *RemoveReq) error {
+	_, err := call[RemoveReq, Empty](ctx, c, MethodUnlink, req)
+	return err
+}
+func (c Client) Rmdir(ctx context.Context, req *RemoveReq) error {
+	_, err := call[RemoveReq, Empty](ctx, c, MethodRmdir, req)
+	return err
+}
+func (c Client) Rename(ctx context.Context, req *RenameReq) error {
+	_, err := call[RenameReq, Empty](ctx, c, MethodRename, req)
+	return err
+}
+func (c Client) Close(ctx context.Context, req *CloseReq) (*InodeResp, error) {
+	return call[CloseReq, InodeResp](ctx, c, MethodClose, req)
+}
+func (c Client) Report(ctx context.Context, req *ReportReq) (*InodeResp, error) {
+	return call[ReportReq, InodeResp](ctx, c, MethodReport, req)
+}

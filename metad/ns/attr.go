@@ -1,0 +1,214 @@
+package ns
+
+import (
+	"context"
+	"fmt"
+)
+
+// AttrMask selects the attributes SetAttr changes.
+type AttrMask uint32
+
+// The settable attributes.
+const (
+	SetMode AttrMask = 1 << iota
+	SetUID
+	SetGID
+	SetAtime
+	SetMtime
+	SetSize // truncate or extend a file
+	SetStripeHint
+)
+
+// SetAttrRequest carries the new values of the attributes in Mask.
+type SetAttrRequest struct {
+	Mask         AttrMask
+	Mode         uint32 // permission bits
+	UID, GID     uint32
+	Atime, Mtime int64 // unix ns
+	Size         uint64
+	StripeHint   uint32 // chains a file's chunks may be on (only grows)
+}
+
+// SetAttr changes attributes of inode ino (chmod, chown, utimes, truncate) in
+// one read-modify-write of the inode, and returns the new inode.
+func (n *Namespace) SetAttr(ctx context.Context, ino uint64, req SetAttrRequest) (Inode, error) {
+	var res *Inode
+	err := n.update(ctx, func(o *op) error {
+		in, err := o.inode(ino)
+		if err != nil {
+			return err
+		}
+		if req.Mask&SetSize != 0 {
+			switch in.Type {
+			case TypeDir:
+				return fail(ErrIsDir, "truncate directory %d", ino)
+			case TypeSymlink:
+				return fail(ErrInvalid, "truncate symlink %d", ino)
+			}
+		}
+		if req.Mask&SetStripeHint != 0 && in.Type != TypeFile {
+			return fail(ErrInvalid, "stripe hint on a %s", in.Type)
+		}
+		if req.Mask&SetMode != 0 {
+			in.Mode = req.Mode & 07777
+		}
+		if req.Mask&SetUID != 0 {
+			in.UID = req.UID
+		}
+		if req.Mask&SetGID != 0 {
+			in.GID = req.GID
+		}
+		if req.Mask&SetAtime != 0 {
+			in.Atime = req.Atime
+		}
+		if req.Mask&SetMtime != 0 {
+			in.Mtime = req.Mtime
+		}
+		if req.Mask&SetSize != 0 {
+			o.truncate(in, req.Size)
+		}
+		if req.Mask&SetStripeHint != 0 && req.StripeHint > in.StripeHint {
+			in.StripeHint = req.StripeHint
+			if c := in.Layout.Stripe; c > 0 {
+				in.StripeHint = min(in.StripeHint, c)
+			}
+		}
+		in.Ctime = o.now
+		o.putInode(in)
+		res = in
+		return nil
+	})
+	if err != nil {
+		return Inode{}, fmt.Errorf("setattr %d: %w", ino, err)
+	}
+	return *res, nil
+}
+
+// truncate sets a file's length. Shrinking bumps TruncateVer so that length
+// hints from before the truncate (which may be larger) are ignored; the caller
+// removes the chunks past the new end. Reports whether anything changed.
+func (o *op) truncate(in *Inode, size uint64) bool {
+	if size == in.Length {
+		return false
+	}
+	if size < in.Length {
+		in.TruncateVer++
+	}
+	o.setLength(in, size)
+	in.Mtime, in.Ctime = o.now, o.now
+	return true
+}
+
+// Truncate sets a file's length (see SetAttr with SetSize).
+func (n *Namespace) Truncate(ctx context.Context, ino uint64, size uint64) (Inode, error) {
+	return n.SetAttr(ctx, ino, SetAttrRequest{Mask: SetSize, Size: size})
+}
+
+// applyHint applies a length hint: it can only grow the length, and only
+// within the current truncateVer (a hint from before a truncate is stale).
+func (o *op) applyHint(in *Inode, ver, length uint64) (bool, error) {
+	if in.Type != TypeFile {
+		return false, fail(ErrInvalid, "length of a %s", in.Type)
+	}
+	if ver > in.TruncateVer {
+		return false, fail(ErrInvalid, "length hint of truncateVer %d, inode %d is at %d", ver, in.ID, in.TruncateVer)
+	}
+	if ver != in.TruncateVer || length <= in.Length {
+		return false, nil
+	}
+	o.setLength(in, length)
+	in.Mtime = o.now
+	return true, nil
+}
+
+// ReportLength applies a client's periodic length hint and returns the inode.
+// Idempotent: a hint never shrinks the length.
+func (n *Namespace) ReportLength(ctx context.Context, ino, truncateVer, length uint64) (Inode, error) {
+	var res *Inode
+	err := n.update(ctx, func(o *op) error {
+		in, err := o.inode(ino)
+		if err != nil {
+			return err
+		}
+		changed, err := o.applyHint(in, truncateVer, length)
+		if err != nil {
+			return err
+		}
+		if changed {
+			o.putInode(in)
+		}
+		res = in
+		return nil
+	})
+	if err != nil {
+		return Inode{}, fmt.Errorf("report length %d: %w", ino, err)
+	}
+	return *res, nil
+}
+
+// SettleLength stores the exact length learned from storage (the last chunk of
+// each chain). A settled length below the stored one bumps truncateVer, since
+// the stored one came from a hint that no longer holds.
+func (n *Namespace) SettleLength(ctx context.Context, ino, length uint64) (Inode, error) {
+	var res *Inode
+	err := n.update(ctx, func(o *op) error {
+		in, err := o.inode(ino)
+		if err != nil {
+			return err
+		}
+		if in.Type != TypeFile {
+			return fail(ErrInvalid, "length of a %s", in.Type)
+		}
+		if o.truncate(in, length) {
+			o.putInode(in)
+		}
+		res = in
+		return nil
+	})
+	if err != nil {
+		return Inode{}, fmt.Errorf("settle length %d: %w", ino, err)
+	}
+	return *res, nil
+}
+
+// SetLayout sets a directory's default layout, inherited by children created
+// later (existing files keep theirs).
+func (n *Namespace) SetLayout(ctx context.Context, dir uint64, l Layout) (Inode, error) {
+	var res *Inode
+	err := n.update(ctx, func(o *op) error {
+		in, err := o.inode(dir)
+		if err != nil {
+			return err
+		}
+		if in.Type != TypeDir {
+			return fail(ErrNotDir, "set layout of a %s", in.Type)
+		}
+		in.DefaultLayout = &l
+		in.Ctime = o.now
+		o.putInode(in)
+		res = in
+		return nil
+	})
+	if err != nil {
+		return Inode{}, fmt.Errorf("set layout %d: %w", dir, err)
+	}
+	return *res, nil
+}
+
+// GetLayout returns a directory's default layout or a file's layout.
+func (n *Namespace) GetLayout(ctx context.Context, ino uint64) (Layout, error) {
+	in, err := n.Stat(ctx, ino)
+	if err != nil {
+		return Layout{}, err
+	}
+	switch in.Type {
+	case TypeDir:
+		if in.DefaultLayout != nil {
+			return *in.DefaultLayout, nil
+		}
+		return Layout{}, nil
+	case TypeFile:
+		return in.Layout, nil
+	}
+	return Layout{}, fail(ErrInvalid, "layout of a %s", in.Type)
+}

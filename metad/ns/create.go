@@ -1,0 +1,433 @@
+package ns
+
+import (
+	"context"
+	"fmt"
+)
+
+// MaxLinks bounds a file's hard links.
+const MaxLinks = 65535
+
+// CreateRequest creates (or, without Exclusive, opens) a regular file.
+type CreateRequest struct {
+	ReqID     RequestID
+	Parent    uint64
+	Name      string
+	Mode      uint32 // permission bits
+	UID, GID  uint32
+	Layout    *Layout  // nil: the parent's default layout
+	Exclusive bool     // O_EXCL: an existing name is EEXIST
+	Truncate  bool     // O_TRUNC: truncate an existing file to 0
+	Write     bool     // open for writing: also open a write session
+	Client    ClientID // the session's owner, with Write
+}
+
+// CreateResult is Create's answer. Session is set when Write was.
+type CreateResult struct {
+	Inode   Inode
+	Created bool // false: an existing file was opened
+	Session *Session
+}
+
+// Create creates a regular file in one transaction: conflict-tracked reads of
+// the parent inode (it must stay a live directory) and of the new dentry (the
+// name must stay free); the parent inode is not written, so creates in one
+// directory do not conflict. With Exclusive an existing name fails with
+// EEXIST; otherwise an existing file is opened (EISDIR for a directory; EEXIST
+// for a symlink: the caller resolves symlinks first). A retry that finds the
+// dentry stamped with its ReqID returns that file as created.
+func (n *Namespace) Create(ctx context.Context, req CreateRequest) (CreateResult, error) {
+	if err := checkName(req.Name); err != nil {
+		return CreateResult{}, err
+	}
+	req.ReqID = req.ReqID.orNew()
+	sid := NewSessionID() // one per call: retries find the session they wrote
+	var id uint64         // allocated once, reused by retries
+	var res CreateResult
+	err := n.update(ctx, func(o *op) error {
+		res = CreateResult{}
+		d, found, err := o.dentry(req.Parent, req.Name)
+		if err != nil {
+			return err
+		}
+		var in *Inode
+		if found {
+			if in, err = o.inode(d.Ino); err != nil {
+				return err
+			}
+			switch {
+			case d.ReqID == req.ReqID && in.Type != TypeFile:
+				return fail(ErrInvalid, "request %s created a %s", req.ReqID, in.Type)
+			case d.ReqID == req.ReqID: // our own earlier attempt committed
+				res.Created = true
+			case req.Exclusive:
+				return fail(ErrExist, "create %q in %d", req.Name, req.Parent)
+			case in.Type == TypeDir:
+				return fail(ErrIsDir, "create %q in %d", req.Name, req.Parent)
+			case in.Type != TypeFile:
+				return fail(ErrExist, "create %q in %d: a %s", req.Name, req.Parent, in.Type)
+			case req.Truncate:
+				if o.truncate(in, 0) {
+					o.putInode(in)
+				}
+			}
+		} else {
+			p, err := o.liveDir(req.Parent)
+			if err != nil {
+				return err
+			}
+			if err := o.newID(&id); err != nil {
+				return err
+			}
+			layout := inheritLayout(p, req.Layout)
+			if o.n.opts.NewFileLayout != nil {
+				layout = o.n.opts.NewFileLayout(layout, id)
+			}
+			in = &Inode{ID: id, Type: TypeFile, Mode: req.Mode & 07777, UID: req.UID, GID: req.GID,
+				Atime: o.now, Mtime: o.now, Ctime: o.now, Nlink: 1,
+				Layout: layout, StripeHint: initialStripeHint(layout)}
+			o.createInode(in)
+			o.putDentry(req.Parent, req.Name, &Dentry{Ino: id, Type: TypeFile, ReqID: req.ReqID})
+			res.Created = true
+		}
+		if req.Write {
+			s, err := o.openSession(in, sid, req.Client)
+			if err != nil {
+				return err
+			}
+			res.Session = s
+		}
+		res.Inode = *in
+		return nil
+	})
+	if err != nil {
+		return CreateResult{}, fmt.Errorf("create %q: %w", req.Name, err)
+	}
+	return res, nil
+}
+
+func inheritLayout(parent *Inode, given *Layout) Layout {
+	switch {
+	case given != nil:
+		return *given
+	case parent.DefaultLayout != nil:
+		return *parent.DefaultLayout
+	}
+	return Layout{}
+}
+
+// newID sets *id to a fresh inode id unless an earlier attempt already did,
+// and checks that no inode has it (a duplicate would merge two files; cheap
+// insurance against a misconfigured allocator, as in 3FS).
+func (o *op) newID(id *uint64) error {
+	for tries := 0; ; tries++ {
+		if *id == 0 {
+			v, err := o.n.alloc.id(o.ctx)
+			if err != nil {
+				return err
+			}
+			*id = v
+		}
+		_, found, err := o.tx.SnapshotGet(o.ctx, inodeKey(*id))
+		if err != nil {
+			return err
+		}
+		if !found {
+			return nil
+		}
+		if tries > 3 {
+			return fail(ErrIO, "inode id %d already in use", *id)
+		}
+		*id = 0 // e.g. an earlier attempt used it and the file is gone again
+	}
+}
+
+// MkdirRequest creates a directory.
+type MkdirRequest struct {
+	ReqID    RequestID
+	Parent   uint64
+	Name     string
+	Mode     uint32
+	UID, GID uint32
+	Layout   *Layout // default layout for children; nil: the parent's
+}
+
+// Mkdir creates a directory (EEXIST if the name is taken). Conflicts as Create.
+func (n *Namespace) Mkdir(ctx context.Context, req MkdirRequest) (Inode, error) {
+	if err := checkName(req.Name); err != nil {
+		return Inode{}, err
+	}
+	req.ReqID = req.ReqID.orNew()
+	var id uint64
+	var res *Inode
+	err := n.update(ctx, func(o *op) error {
+		d, found, err := o.dentry(req.Parent, req.Name)
+		if err != nil {
+			return err
+		}
+		if found {
+			if d.ReqID != req.ReqID {
+				return fail(ErrExist, "mkdir %q in %d", req.Name, req.Parent)
+			}
+			return o.own(d, TypeDir, &res)
+		}
+		p, err := o.liveDir(req.Parent)
+		if err != nil {
+			return err
+		}
+		if err := o.newID(&id); err != nil {
+			return err
+		}
+		res = o.mkdir(p, id, req.Name, req.Mode, req.UID, req.GID, req.Layout, req.ReqID)
+		return nil
+	})
+	if err != nil {
+		return Inode{}, fmt.Errorf("mkdir %q: %w", req.Name, err)
+	}
+	return *res, nil
+}
+
+// mkdir writes a new directory inode and its dentry in p.
+func (o *op) mkdir(p *Inode, id uint64, name string, mode, uid, gid uint32, layout *Layout, req RequestID) *Inode {
+	l := inheritLayout(p, layout)
+	in := &Inode{ID: id, Type: TypeDir, Mode: mode & 07777, UID: uid, GID: gid,
+		Atime: o.now, Mtime: o.now, Ctime: o.now, Nlink: 1, Parent: p.ID, Name: name, DefaultLayout: &l}
+	o.createInode(in)
+	o.putDentry(p.ID, name, &Dentry{Ino: id, Type: TypeDir, ReqID: req})
+	return in
+}
+
+// MkdirAllRequest creates a directory and any missing parents (mkdir -p).
+type MkdirAllRequest struct {
+	ReqID    RequestID
+	Path     string
+	Mode     uint32
+	UID, GID uint32
+	Layout   *Layout
+}
+
+// MkdirAll creates every missing directory of Path in ONE transaction and
+// returns the last one; existing directories (also through symlinks) are fine,
+// an existing non-directory is ENOTDIR (EEXIST for the last component). The
+// existing prefix is walked with snapshot reads; the deepest existing directory
+// and the first missing name are conflict-tracked, as in Mkdir.
+func (n *Namespace) MkdirAll(ctx context.Context, req MkdirAllRequest) (Inode, error) {
+	if len(req.Path) > MaxPathLen {
+		return Inode{}, fail(ErrNameTooLong, "mkdir -p of %d bytes", len(req.Path))
+	}
+	req.ReqID = req.ReqID.orNew()
+	var ids []uint64
+	var res *Inode
+	err := n.update(ctx, func(o *op) error {
+		w := walker{ctx: o.ctx, tx: o.tx}
+		cur, err := getInode(o.ctx, o.tx, RootID, true)
+		if err != nil {
+			return err
+		}
+		comps := splitPath(req.Path)
+		i := 0
+	walk:
+		for ; i < len(comps); i++ {
+			c := comps[i]
+			var next *Inode
+			switch c {
+			case ".":
+				continue
+			case "..":
+				next, err = getInode(o.ctx, o.tx, cur.Parent, true)
+			default:
+				if len(c) > MaxNameLen {
+					return fail(ErrNameTooLong, "component of %d bytes", len(c))
+				}
+				var d *Dentry
+				var found bool
+				if d, found, err = getDentry(o.ctx, o.tx, cur.ID, c, true); err != nil {
+					return err
+				}
+				if !found {
+					break walk
+				}
+				next, err = getInode(o.ctx, o.tx, d.Ino, true)
+				if err == nil && next.Type == TypeSymlink {
+					next, err = w.walk(cur.ID, next.Target, true)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			if next.Type != TypeDir {
+				if i == len(comps)-1 {
+					return fail(ErrExist, "%q is a %s", c, next.Type)
+				}
+				return fail(ErrNotDir, "%q is a %s", c, next.Type)
+			}
+			cur = next
+		}
+		if i == len(comps) {
+			res = cur
+			return nil
+		}
+		missing := comps[i:]
+		for _, c := range missing {
+			if err := checkName(c); err != nil {
+				if c == "." || c == ".." {
+					return fail(ErrNotExist, "%q after a missing directory", c)
+				}
+				return err
+			}
+		}
+		p, err := o.liveDir(cur.ID)
+		if err != nil {
+			return err
+		}
+		if _, found, err := o.dentry(cur.ID, missing[0]); err != nil || found {
+			if found { // impossible: the snapshot read at the same version missed it
+				err = fail(ErrIO, "dentry %q appeared", missing[0])
+			}
+			return err
+		}
+		for k, c := range missing {
+			if k == len(ids) {
+				ids = append(ids, 0)
+			}
+			if err := o.newID(&ids[k]); err != nil {
+				return err
+			}
+			p = o.mkdir(p, ids[k], c, req.Mode, req.UID, req.GID, req.Layout, req.ReqID)
+		}
+		res = p
+		return nil
+	})
+	if err != nil {
+		return Inode{}, fmt.Errorf("mkdir -p %q: %w", req.Path, err)
+	}
+	return *res, nil
+}
+
+// SymlinkRequest creates a symbolic link.
+type SymlinkRequest struct {
+	ReqID    RequestID
+	Parent   uint64
+	Name     string
+	Target   string
+	UID, GID uint32
+}
+
+// Symlink creates a symlink (EEXIST if the name is taken). Conflicts as Create.
+func (n *Namespace) Symlink(ctx context.Context, req SymlinkRequest) (Inode, error) {
+	if err := checkName(req.Name); err != nil {
+		return Inode{}, err
+	}
+	switch {
+	case req.Target == "":
+		return Inode{}, fail(ErrNotExist, "symlink with an empty target")
+	case len(req.Target) > MaxPathLen:
+		return Inode{}, fail(ErrNameTooLong, "symlink target of %d bytes", len(req.Target))
+	}
+	req.ReqID = req.ReqID.orNew()
+	var id uint64
+	var res *Inode
+	err := n.update(ctx, func(o *op) error {
+		d, found, err := o.dentry(req.Parent, req.Name)
+		if err != nil {
+			return err
+		}
+		if found {
+			if d.ReqID != req.ReqID {
+				return fail(ErrExist, "symlink %q in %d", req.Name, req.Parent)
+			}
+			return o.own(d, TypeSymlink, &res)
+		}
+		if _, err := o.liveDir(req.Parent); err != nil {
+			return err
+		}
+		if err := o.newID(&id); err != nil {
+			return err
+		}
+		res = &Inode{ID: id, Type: TypeSymlink, Mode: 0o777, UID: req.UID, GID: req.GID,
+			Atime: o.now, Mtime: o.now, Ctime: o.now, Nlink: 1, Target: req.Target}
+		o.createInode(res)
+		o.putDentry(req.Parent, req.Name, &Dentry{Ino: id, Type: TypeSymlink, ReqID: req.ReqID})
+		return nil
+	})
+	if err != nil {
+		return Inode{}, fmt.Errorf("symlink %q: %w", req.Name, err)
+	}
+	return *res, nil
+}
+
+// LinkRequest adds a hard link NewParent/NewName to inode Ino.
+type LinkRequest struct {
+	ReqID     RequestID
+	Ino       uint64
+	NewParent uint64
+	NewName   string
+}
+
+// Link adds a hard link to a file or symlink (EPERM for a directory, ENOENT
+// for a removed inode, EMLINK past MaxLinks, EEXIST if the name is taken).
+// Conflict-tracked: the new dentry, the new parent inode, and the target inode
+// (read-modify-written: nlink++).
+func (n *Namespace) Link(ctx context.Context, req LinkRequest) (Inode, error) {
+	if err := checkName(req.NewName); err != nil {
+		return Inode{}, err
+	}
+	req.ReqID = req.ReqID.orNew()
+	var res *Inode
+	err := n.update(ctx, func(o *op) error {
+		d, found, err := o.dentry(req.NewParent, req.NewName)
+		if err != nil {
+			return err
+		}
+		if found {
+			if d.ReqID != req.ReqID {
+				return fail(ErrExist, "link %q in %d", req.NewName, req.NewParent)
+			}
+			if d.Ino != req.Ino {
+				return fail(ErrInvalid, "request %s linked another inode", req.ReqID)
+			}
+			res, err = o.inode(d.Ino)
+			return err
+		}
+		in, err := o.inode(req.Ino)
+		if err != nil {
+			return err
+		}
+		switch {
+		case in.Type == TypeDir:
+			return fail(ErrPerm, "hard link to directory %d", req.Ino)
+		case in.Nlink == 0:
+			return fail(ErrNotExist, "inode %d was removed", req.Ino)
+		case in.Nlink >= MaxLinks:
+			return fail(ErrMLink, "inode %d has %d links", req.Ino, in.Nlink)
+		}
+		if _, err := o.liveDir(req.NewParent); err != nil {
+			return err
+		}
+		in.Nlink++
+		in.Ctime = o.now
+		o.putInode(in)
+		o.putDentry(req.NewParent, req.NewName, &Dentry{Ino: in.ID, Type: in.Type, ReqID: req.ReqID})
+		res = in
+		return nil
+	})
+	if err != nil {
+		return Inode{}, fmt.Errorf("link %q: %w", req.NewName, err)
+	}
+	return *res, nil
+}
+
+// own returns the inode of a dentry that this request created in an earlier
+// attempt, checking it is of the kind the request creates (a request id reused
+// for another operation is refused, not answered).
+func (o *op) own(d *Dentry, want InodeType, res **Inode) error {
+	in, err := o.inode(d.Ino)
+	if err != nil {
+		return err
+	}
+	if in.Type != want {
+		return fail(ErrInvalid, "request %s created a %s", d.ReqID, in.Type)
+	}
+	*res = in
+	return nil
+}

@@ -1,0 +1,43 @@
+// Package ns is flyfs's namespace: inodes, directory entries, write sessions,
+// xattrs and the GC queue, every operation ONE transaction on core/kv.
+//
+// # Key schema
+//
+// All keys start with a 4-byte tag; integers are fixed-width (see schema.go):
+//
+//	INOD ino(8, LE)                          -> Inode (CBOR)
+//	DENT parent(8, LE) name                  -> Dentry (CBOR)
+//	IDEM request(16)                         -> idempotency record
+//	GCQU kind(1) shard(1) time(8, BE) ino(8) -> gcEntry
+//	IALC shard(1)                            -> inode-id batch counter (8, LE)
+//	SESS ino(8, LE) session(16)              -> Session
+//	XATR ino(8, LE) name                     -> raw xattr value
+//	DMTI dir(8, LE)                          -> directory mtime (blind writes)
+//	STAB                                     -> folded StatFS totals
+//	STAD time(8, BE) nonce(8)                -> StatFS delta (blind writes)
+//
+// # Invariants
+//
+//   - The root directory is inode 1; its parent is itself; it has no dentry.
+//   - A live directory has exactly one dentry and nlink 1; its Parent and Name
+//     name that dentry. A directory with nlink 0 is detached (RemoveAll, or a
+//     child expanded by GC) and sits in the GC queue.
+//   - A file or symlink's nlink is the number of dentries naming it. A file with
+//     nlink 0 still has its inode (open readers keep reading) and is either in
+//     the GC queue or has open write sessions (the last Close queues it).
+//     Symlinks with nlink 0 are deleted at once.
+//   - Every namespace change is one transaction. Path walks and lookups use
+//     snapshot reads; each mutation then reads with conflict tracking exactly
+//     the keys whose change must abort it: the parent inode (it must still be a
+//     live directory), the target dentry (nobody else may take the name), the
+//     inodes it rewrites, a directory's entry range when it must be empty, and
+//     for a directory rename every ancestor of the destination.
+//   - Creates never write the parent inode, so creates in one directory do not
+//     conflict; the parent's mtime is a blind write to its DMTI key, and StatFS
+//     counters are blind writes of delta keys folded later.
+//   - Every mutating request carries a RequestID reused on retry. Creates,
+//     mkdir, link, symlink and rename stamp it into the dentry they create;
+//     unlink, rmdir, rename and RemoveAll store their result (errors included)
+//     in an IDEM record in the same transaction. So a retry after a
+//     maybe-committed commit or a lost reply returns the first outcome.
+package ns

@@ -1,0 +1,360 @@
+package ns
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/flyfs/flyfs/core/kv"
+)
+
+// Report is the outcome of Check. Problems is empty for a consistent namespace.
+type Report struct {
+	Inodes, Dirs, Files, Symlinks int
+	Dentries, GCQueued, Sessions  int
+	Problems                      []string
+}
+
+// Clean reports whether Check found nothing wrong.
+func (r *Report) Clean() bool { return len(r.Problems) == 0 }
+
+func (r *Report) String() string {
+	s := fmt.Sprintf("%d inodes (%d dirs, %d files, %d symlinks), %d dentries, %d queued for GC, %d sessions",
+		r.Inodes, r.Dirs, r.Files, r.Symlinks, r.Dentries, r.GCQueued, r.Sessions)
+	if r.Clean() {
+		return s + ": clean"
+	}
+	return s + fmt.Sprintf(": %d problems:\n  ", len(r.Problems)) + strings.Join(r.Problems, "\n  ")
+}
+
+const maxProblems = 1000
+
+func (r *Report) problem(format string, args ...any) {
+	if len(r.Problems) < maxProblems {
+		r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+	}
+}
+
+type fsckDentry struct {
+	parent uint64
+	name   string
+	d      Dentry
+}
+
+// fsckState is everything the namespace stores, read at one version.
+type fsckState struct {
+	inodes   map[uint64]*Inode
+	dentries []fsckDentry
+	gc       map[uint64]gcKind
+	sessions map[uint64]int
+	xattrs   map[uint64]bool
+	dirTimes map[uint64]bool
+	alloc    [allocShards]uint64
+	stats    FSStats
+	bad      []string // undecodable or unknown keys
+}
+
+// Check reads the whole namespace in one read-only transaction and checks its
+// invariants (see doc.go):
+//   - every dentry's parent is a directory and its child exists with the
+//     dentry's type;
+//   - a file's or symlink's nlink equals the number of dentries naming it; a
+//     file with none is queued for GC or has write sessions (symlinks never
+//     linger);
+//   - a live directory has exactly one dentry, matching its Parent and Name;
+//     a removed one (nlink 0) has none and is queued; the root has none;
+//   - every inode is reachable from the root or from a queued directory, and
+//     parent pointers lead to the root or a removed directory without cycles;
+//   - GC entries, sessions, xattrs and directory times belong to inodes that
+//     exist (and GC entries to removed ones, sessions to files);
+//   - every inode id was handed out by the allocator, and the StatFS counters
+//     equal the inode count and the sum of file lengths.
+//
+// One transaction is bounded by the KV's transaction time (5 s by default):
+// fine for tests and small namespaces; huge ones need a paged, offline check.
+func Check(ctx context.Context, db *kv.DB) (Report, error) {
+	var st *fsckState
+	err := db.RunRead(ctx, func(tx kv.ReadTxn) error {
+		var err error
+		st, err = loadFsck(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return Report{}, fmt.Errorf("ns: fsck: %w", err)
+	}
+	var r Report
+	st.check(&r)
+	return r, nil
+}
+
+func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
+	st := &fsckState{inodes: map[uint64]*Inode{}, gc: map[uint64]gcKind{}, sessions: map[uint64]int{},
+		xattrs: map[uint64]bool{}, dirTimes: map[uint64]bool{}}
+	bad := &st.bad
+	id := func(k []byte, off int) uint64 { return binary.LittleEndian.Uint64(k[off : off+8]) }
+	// Only our tags: the store may hold other services' keys.
+	tags := [][]byte{tagInode, tagDentry, tagIdem, tagGC, tagAlloc, tagSession, tagXattr, tagDirTime, keyStatBase, tagStatDelta}
+	visit := func(k, v []byte) error {
+		if len(k) < 4 {
+			*bad = append(*bad, fmt.Sprintf("short key %q", k))
+			return nil
+		}
+		tag, rest := k[:4], k[4:]
+		switch {
+		case bytes.Equal(tag, tagInode) && len(rest) == 8:
+			in := new(Inode)
+			if err := decode(v, in); err != nil {
+				*bad = append(*bad, fmt.Sprintf("inode %d: %v", id(k, 4), err))
+				return nil
+			}
+			if in.ID != id(k, 4) {
+				*bad = append(*bad, fmt.Sprintf("inode key %d holds inode %d", id(k, 4), in.ID))
+			}
+			st.inodes[id(k, 4)] = in
+		case bytes.Equal(tag, tagDentry) && len(rest) > 8:
+			var d Dentry
+			if err := decode(v, &d); err != nil {
+				*bad = append(*bad, fmt.Sprintf("dentry %d/%q: %v", id(k, 4), rest[8:], err))
+				return nil
+			}
+			st.dentries = append(st.dentries, fsckDentry{parent: id(k, 4), name: string(rest[8:]), d: d})
+		case bytes.Equal(tag, tagGC) && len(rest) == 18:
+			var e gcEntry
+			if err := decode(v, &e); err != nil {
+				*bad = append(*bad, fmt.Sprintf("gc entry %x: %v", rest, err))
+				return nil
+			}
+			ino := id(k, 14)
+			if e.Ino != ino || int(rest[1]) != int(ino%gcShards) ||
+				int64(binary.BigEndian.Uint64(rest[2:10])) != e.RemovedAt {
+				*bad = append(*bad, fmt.Sprintf("gc entry %x does not match its value %+v", rest, e))
+			}
+			if _, dup := st.gc[ino]; dup {
+				*bad = append(*bad, fmt.Sprintf("inode %d queued for GC twice", ino))
+			}
+			st.gc[ino] = gcKind(rest[0])
+		case bytes.Equal(tag, tagSession) && len(rest) == 24:
+			st.sessions[id(k, 4)]++
+		case bytes.Equal(tag, tagXattr) && len(rest) > 8:
+			st.xattrs[id(k, 4)] = true
+		case bytes.Equal(tag, tagDirTime) && len(rest) == 8:
+			st.dirTimes[id(k, 4)] = true
+		case bytes.Equal(tag, tagAlloc) && len(rest) == 1 && int(rest[0]) < allocShards && len(v) == 8:
+			st.alloc[rest[0]] = binary.LittleEndian.Uint64(v)
+		case bytes.Equal(k, keyStatBase), bytes.Equal(tag, tagStatDelta) && len(rest) == 16:
+			var d statDelta
+			if err := decode(v, &d); err != nil {
+				*bad = append(*bad, fmt.Sprintf("statfs key %x: %v", k, err))
+				return nil
+			}
+			st.stats.Inodes += d.Inodes
+			st.stats.Bytes += d.Bytes
+		case bytes.Equal(tag, tagIdem) && len(rest) == 16:
+		default:
+			*bad = append(*bad, fmt.Sprintf("malformed key %q", k))
+		}
+		return nil
+	}
+	for _, tag := range tags {
+		if err := scan(ctx, tx, tag, prefixEnd(tag), visit); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+func (st *fsckState) check(r *Report) {
+	for _, b := range st.bad {
+		r.problem("%s", b)
+	}
+	r.Inodes, r.Dentries, r.GCQueued = len(st.inodes), len(st.dentries), len(st.gc)
+	for _, c := range st.sessions {
+		r.Sessions += c
+	}
+
+	root, ok := st.inodes[RootID]
+	switch {
+	case !ok:
+		r.problem("root inode %d missing", RootID)
+	case root.Type != TypeDir || root.Parent != RootID || root.Nlink != 1:
+		r.problem("root inode malformed: %+v", *root)
+	}
+
+	links := map[uint64]int{}
+	dirDentry := map[uint64][]fsckDentry{}
+	children := map[uint64][]uint64{}
+	for _, e := range st.dentries {
+		p, ok := st.inodes[e.parent]
+		if !ok {
+			r.problem("dentry %d/%q: parent missing", e.parent, e.name)
+		} else if p.Type != TypeDir {
+			r.problem("dentry %d/%q: parent is a %s", e.parent, e.name, p.Type)
+		}
+		if checkName(e.name) != nil {
+			r.problem("dentry %d/%q: bad name", e.parent, e.name)
+		}
+		c, ok := st.inodes[e.d.Ino]
+		if !ok {
+			r.problem("dentry %d/%q -> %d: inode missing", e.parent, e.name, e.d.Ino)
+			continue
+		}
+		if c.Type != e.d.Type {
+			r.problem("dentry %d/%q -> %d: says %s, inode is %s", e.parent, e.name, e.d.Ino, e.d.Type, c.Type)
+		}
+		links[e.d.Ino]++
+		children[e.parent] = append(children[e.parent], e.d.Ino)
+		if c.Type == TypeDir {
+			dirDentry[e.d.Ino] = append(dirDentry[e.d.Ino], e)
+		}
+	}
+
+	ids := make([]uint64, 0, len(st.inodes))
+	for ino := range st.inodes {
+		ids = append(ids, ino)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	var stats FSStats
+	for _, ino := range ids {
+		in := st.inodes[ino]
+		stats.Inodes++
+		kind, queued := st.gc[ino]
+		switch in.Type {
+		case TypeFile:
+			r.Files++
+			stats.Bytes += int64(in.Length)
+			if int(in.Nlink) != links[ino] {
+				r.problem("file %d: nlink %d, %d dentries", ino, in.Nlink, links[ino])
+			}
+			if in.Nlink == 0 && !queued && st.sessions[ino] == 0 {
+				r.problem("file %d: no links, not queued for GC and no sessions (leaked)", ino)
+			}
+			if queued && kind != gcFile {
+				r.problem("file %d queued as %q", ino, kind)
+			}
+		case TypeSymlink:
+			r.Symlinks++
+			if int(in.Nlink) != links[ino] || in.Nlink == 0 {
+				r.problem("symlink %d: nlink %d, %d dentries", ino, in.Nlink, links[ino])
+			}
+		case TypeDir:
+			r.Dirs++
+			ds := dirDentry[ino]
+			switch {
+			case ino == RootID:
+				if len(ds) != 0 {
+					r.problem("root has %d dentries", len(ds))
+				}
+			case in.Nlink == 1:
+				if len(ds) != 1 {
+					r.problem("directory %d: %d dentries (want 1)", ino, len(ds))
+				} else if ds[0].parent != in.Parent || ds[0].name != in.Name {
+					r.problem("directory %d: dentry %d/%q, inode says %d/%q", ino, ds[0].parent, ds[0].name, in.Parent, in.Name)
+				}
+			case in.Nlink == 0:
+				if len(ds) != 0 {
+					r.problem("removed directory %d still has %d dentries", ino, len(ds))
+				}
+				if !queued || kind != gcDir {
+					r.problem("removed directory %d not queued for GC", ino)
+				}
+			default:
+				r.problem("directory %d: nlink %d", ino, in.Nlink)
+			}
+		default:
+			r.problem("inode %d: type %d", ino, in.Type)
+		}
+		if queued && in.Nlink != 0 {
+			r.problem("inode %d queued for GC with nlink %d", ino, in.Nlink)
+		}
+		if st.sessions[ino] > 0 && in.Type != TypeFile {
+			r.problem("inode %d: a %s with write sessions", ino, in.Type)
+		}
+		if shard, v, ok := batchOf(ino); ok && st.alloc[shard] <= v {
+			r.problem("inode %d: id not handed out by the allocator (shard %d at %d)", ino, shard, st.alloc[shard])
+		} else if !ok && ino != RootID {
+			r.problem("inode %d: id below the first batch", ino)
+		}
+	}
+	for ino := range st.gc {
+		if _, ok := st.inodes[ino]; !ok {
+			r.problem("GC entry for missing inode %d", ino)
+		}
+	}
+	for ino := range st.sessions {
+		if _, ok := st.inodes[ino]; !ok {
+			r.problem("sessions of missing inode %d", ino)
+		}
+	}
+	for ino := range st.xattrs {
+		if _, ok := st.inodes[ino]; !ok {
+			r.problem("xattrs of missing inode %d", ino)
+		}
+	}
+	for ino := range st.dirTimes {
+		if in, ok := st.inodes[ino]; !ok || in.Type != TypeDir {
+			r.problem("directory time of missing directory %d", ino)
+		}
+	}
+	if stats != st.stats {
+		r.problem("statfs counters say %+v, the inodes %+v", st.stats, stats)
+	}
+
+	// Reachability: from the root and from every removed directory awaiting GC.
+	seen := map[uint64]bool{}
+	var walk func(uint64)
+	queue := []uint64{}
+	walk = func(start uint64) {
+		queue = append(queue[:0], start)
+		seen[start] = true
+		for len(queue) > 0 {
+			d := queue[0]
+			queue = queue[1:]
+			for _, c := range children[d] {
+				if seen[c] {
+					continue
+				}
+				seen[c] = true
+				if in := st.inodes[c]; in != nil && in.Type == TypeDir {
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	walk(RootID)
+	for ino, kind := range st.gc {
+		if kind == gcDir && !seen[ino] {
+			walk(ino)
+		}
+	}
+	for _, ino := range ids {
+		in := st.inodes[ino]
+		if !seen[ino] && in.Nlink != 0 {
+			r.problem("%s %d (nlink %d) unreachable", in.Type, ino, in.Nlink)
+		}
+	}
+
+	// Parent pointers of live directories lead to the root or a removed
+	// directory, without cycles.
+	for _, ino := range ids {
+		in := st.inodes[ino]
+		if in.Type != TypeDir || in.Nlink == 0 {
+			continue
+		}
+		cur, steps := in, 0
+		for cur.ID != RootID && cur.Nlink != 0 {
+			if steps++; steps > r.Dirs+1 {
+				r.problem("directory %d: parent chain has a cycle", ino)
+				break
+			}
+			p, ok := st.inodes[cur.Parent]
+			if !ok || p.Type != TypeDir {
+				r.problem("directory %d: ancestor %d missing or not a directory", ino, cur.Parent)
+				break
+			}
+			cur = p
+		}
+	}
+}

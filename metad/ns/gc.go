@@ -1,0 +1,206 @@
+package ns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/flyfs/flyfs/core/kv"
+)
+
+// gcEntry is a GC queue entry: an inode that left the namespace at RemovedAt.
+type gcEntry struct {
+	Ino       uint64    `cbor:"1,keyasint,omitempty"`
+	Type      InodeType `cbor:"2,keyasint,omitempty"`
+	RemovedAt int64     `cbor:"3,keyasint,omitempty"`
+}
+
+// Removed is a file that GC reclaimed: its inode is gone and the caller
+// deletes its chunks (all chunks of Ino on the chains of Layout; StripeHint
+// bounds which chains can hold any).
+type Removed struct {
+	Ino        uint64 `cbor:"1,keyasint,omitempty"`
+	Layout     Layout `cbor:"2,keyasint,omitempty"`
+	Length     uint64 `cbor:"3,keyasint,omitempty"`
+	StripeHint uint32 `cbor:"4,keyasint,omitempty"`
+	RemovedAt  int64  `cbor:"5,keyasint,omitempty"`
+}
+
+// queueGC puts a removed inode (nlink 0) into the GC queue.
+func (o *op) queueGC(in *Inode, at int64) {
+	kind := gcFile
+	if in.Type == TypeDir {
+		kind = gcDir
+	}
+	o.tx.Set(gcKey(kind, in.ID, at), encode(&gcEntry{Ino: in.ID, Type: in.Type, RemovedAt: at}))
+}
+
+// GCBatch processes up to budget due GC queue entries and returns the files it
+// reclaimed, whose chunks the caller must now delete. Directory entries (from
+// RemoveAll) are due at once: each step detaches up to Options.GCExpandBatch
+// children, which enter the queue with the directory's removal time (files
+// that still have other links just lose one); a directory step counts as one
+// entry, and the directory itself goes when it is empty. File entries are due
+// Options.GCGrace after removal; a file that got a write session meanwhile (it
+// was opened by inode inside a removed tree) is left for its last Close.
+//
+// Several metad may run GCBatch at once: entries are read with conflict
+// tracking, so two workers never both reclaim one. Each transaction records
+// its answer under a fresh request id, so a maybe-committed commit, retried,
+// still returns the files it reclaimed. A caller that crashes after GCBatch
+// returns leaks those files' chunks (storage-side orphan scans catch them).
+// An empty answer does not mean an empty queue: see GCQueueLength.
+func (n *Namespace) GCBatch(ctx context.Context, budget int) ([]Removed, error) {
+	var out []Removed
+	done := 0
+	start := rand.IntN(gcShards)
+	// Directories first: expanding them feeds the file queue.
+	for _, kind := range []gcKind{gcDir, gcFile} {
+		for s := 0; s < gcShards && done < budget; s++ {
+			shard := (start + s) % gcShards
+			for done < budget {
+				got, count, err := n.gcStep(ctx, kind, shard, budget-done)
+				if err != nil {
+					return out, fmt.Errorf("ns: gc: %w", err)
+				}
+				out = append(out, got...)
+				done += count
+				if count == 0 {
+					break
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// gcStep processes due entries of one (kind, shard) range in one transaction:
+// one directory expansion step, or up to GCExpandBatch files.
+func (n *Namespace) gcStep(ctx context.Context, kind gcKind, shard, budget int) ([]Removed, int, error) {
+	req := NewRequestID()
+	var removed []Removed
+	var count int
+	err := n.update(ctx, func(o *op) error {
+		removed, count = nil, 0
+		rec, found, err := getIdem(o.ctx, o.tx, req, opGC)
+		if err != nil {
+			return err
+		}
+		if found { // our maybe-committed attempt did commit
+			removed, count = rec.Removed, max(1, len(rec.Removed))
+			return nil
+		}
+		cutoff := o.now
+		limit := 1
+		if kind == gcFile {
+			cutoff -= n.opts.GCGrace.Nanoseconds()
+			limit = min(budget, n.opts.GCExpandBatch)
+		}
+		res, err := o.tx.GetRange(o.ctx, gcRange(kind, shard), gcDue(kind, shard, cutoff), kv.RangeOptions{Limit: limit})
+		if err != nil {
+			return err
+		}
+		for _, e := range res.KVs {
+			var ent gcEntry
+			if err := decode(e.Value, &ent); err != nil {
+				return err
+			}
+			var r *Removed
+			if kind == gcDir {
+				err = o.expandDir(e.Key, &ent)
+			} else {
+				r, err = o.reclaimFile(e.Key, &ent)
+			}
+			if err != nil {
+				return err
+			}
+			if r != nil {
+				removed = append(removed, *r)
+			}
+			count++
+		}
+		if count > 0 {
+			o.tx.Set(idemKey(req), encode(&idemRecord{Op: opGC, Time: o.now, Removed: removed}))
+		}
+		return nil
+	})
+	return removed, count, err
+}
+
+// expandDir detaches up to GCExpandBatch children of a removed directory and,
+// once it is empty, deletes it and its queue entry. The entry range is read
+// with conflict tracking (a create racing in it aborts one side; the create
+// also reads the directory inode, which goes here).
+func (o *op) expandDir(key []byte, ent *gcEntry) error {
+	in, err := o.inode(ent.Ino)
+	if errors.Is(err, ErrNotExist) {
+		o.tx.Clear(key) // stale entry
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	p := dentryPrefix(in.ID)
+	res, err := o.tx.GetRange(o.ctx, p, prefixEnd(p), kv.RangeOptions{Limit: o.n.opts.GCExpandBatch})
+	if err != nil {
+		return err
+	}
+	for _, e := range res.KVs {
+		var d Dentry
+		if err := decode(e.Value, &d); err != nil {
+			return err
+		}
+		o.tx.Clear(e.Key)
+		child, err := o.inode(d.Ino)
+		if errors.Is(err, ErrNotExist) {
+			continue // a dangling dentry (fsck reports those): just drop it
+		}
+		if err != nil {
+			return err
+		}
+		if err := o.dropLink(child, ent.RemovedAt); err != nil {
+			return err
+		}
+	}
+	if !res.More {
+		o.deleteInode(in)
+		o.tx.Clear(key)
+	}
+	return nil
+}
+
+// reclaimFile deletes a removed file's inode and returns what the caller needs
+// to delete its chunks.
+func (o *op) reclaimFile(key []byte, ent *gcEntry) (*Removed, error) {
+	o.tx.Clear(key)
+	in, err := o.inode(ent.Ino)
+	if errors.Is(err, ErrNotExist) {
+		return nil, nil // stale entry
+	}
+	if err != nil {
+		return nil, err
+	}
+	if in.Nlink > 0 {
+		return nil, nil // not removed (cannot happen: Link refuses nlink 0)
+	}
+	busy, err := o.hasSessions(in.ID)
+	if err != nil || busy {
+		return nil, err // its last Close queues it again
+	}
+	o.deleteInode(in)
+	return &Removed{Ino: in.ID, Layout: in.Layout, Length: in.Length, StripeHint: in.StripeHint, RemovedAt: ent.RemovedAt}, nil
+}
+
+// GCQueueLength returns how many entries the GC queue holds (due or not).
+func (n *Namespace) GCQueueLength(ctx context.Context) (int, error) {
+	count := 0
+	err := n.view(ctx, func(tx kv.ReadTxn) error {
+		count = 0
+		return scan(ctx, tx, tagGC, prefixEnd(tagGC), func(_, _ []byte) error {
+			count++
+			return nil
+		})
+	})
+	return count, err
+}

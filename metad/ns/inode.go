@@ -1,0 +1,164 @@
+package ns
+
+import (
+	"context"
+	"github.com/flyfs/flyfs/core/layout"
+	"syscall"
+
+	"github.com/flyfs/flyfs/core/kv"
+)
+
+// InodeType is what an inode is.
+type InodeType uint8
+
+// The inode types.
+const (
+	TypeFile    InodeType = 1
+	TypeDir     InodeType = 2
+	TypeSymlink InodeType = 3
+)
+
+func (t InodeType) String() string {
+	switch t {
+	case TypeFile:
+		return "file"
+	case TypeDir:
+		return "dir"
+	case TypeSymlink:
+		return "symlink"
+	}
+	return "type?"
+}
+
+// Layout says where a file's chunks live. The namespace stores it opaquely
+// (core/layout interprets it): files get the one given at create, or their
+// directory's default, optionally completed by Options.NewFileLayout.
+type Layout = layout.Layout
+
+// Inode is an inode's value. Times are unix nanoseconds. Mode holds only the
+// permission bits (07777); the type is Type.
+type Inode struct {
+	ID    uint64    `cbor:"1,keyasint,omitempty"`
+	Type  InodeType `cbor:"2,keyasint,omitempty"`
+	Mode  uint32    `cbor:"3,keyasint,omitempty"`
+	UID   uint32    `cbor:"4,keyasint,omitempty"`
+	GID   uint32    `cbor:"5,keyasint,omitempty"`
+	Atime int64     `cbor:"6,keyasint,omitempty"`
+	Mtime int64     `cbor:"7,keyasint,omitempty"`
+	Ctime int64     `cbor:"8,keyasint,omitempty"`
+	Nlink uint32    `cbor:"9,keyasint,omitempty"`
+
+	// File. Length is the length hint protocol's value; TruncateVer grows on
+	// every shrink, so stale hints (of an older version) are ignored.
+	Length      uint64 `cbor:"10,keyasint,omitempty"`
+	TruncateVer uint64 `cbor:"11,keyasint,omitempty"`
+	Layout      Layout `cbor:"12,keyasint,omitempty"`
+	StripeHint  uint32 `cbor:"13,keyasint,omitempty"` // chains that may hold chunks (starts at 16, doubles)
+
+	// Directory: Parent and Name name its one dentry (for path reconstruction
+	// and the rename loop check); DefaultLayout is inherited by new children.
+	Parent        uint64  `cbor:"14,keyasint,omitempty"`
+	Name          string  `cbor:"15,keyasint,omitempty"`
+	DefaultLayout *Layout `cbor:"16,keyasint,omitempty"`
+
+	// Symlink.
+	Target string `cbor:"17,keyasint,omitempty"`
+}
+
+// IsDir reports whether the inode is a directory.
+func (in *Inode) IsDir() bool { return in.Type == TypeDir }
+
+// StatMode is the st_mode value: type bits and permission bits.
+func (in *Inode) StatMode() uint32 {
+	m := in.Mode & 07777
+	switch in.Type {
+	case TypeDir:
+		m |= syscall.S_IFDIR
+	case TypeSymlink:
+		m |= syscall.S_IFLNK
+	default:
+		m |= syscall.S_IFREG
+	}
+	return m
+}
+
+// initialStripeHint is the design's chain-count hint for a new file: 16 chains,
+// or the whole stripe when it is narrower.
+func initialStripeHint(l Layout) uint32 {
+	if l.Stripe == 0 {
+		return 0
+	}
+	return min(16, l.Stripe)
+}
+
+// getInode reads an inode; snapshot reads add no conflict.
+func getInode(ctx context.Context, r kv.ReadTxn, ino uint64, snapshot bool) (*Inode, error) {
+	key := inodeKey(ino)
+	var v []byte
+	var found bool
+	var err error
+	if snapshot {
+		v, found, err = r.SnapshotGet(ctx, key)
+	} else {
+		v, found, err = r.Get(ctx, key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fail(ErrNotExist, "inode %d", ino)
+	}
+	in := new(Inode)
+	if err := decode(v, in); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// liveDir reads ino with conflict tracking and checks it is a live directory:
+// the check every op that adds an entry to a directory makes.
+func (o *op) liveDir(ino uint64) (*Inode, error) {
+	in, err := o.inode(ino)
+	if err != nil {
+		return nil, err
+	}
+	if in.Type != TypeDir {
+		return nil, fail(ErrNotDir, "inode %d", ino)
+	}
+	if in.Nlink == 0 {
+		return nil, fail(ErrNotExist, "directory %d was removed", ino)
+	}
+	return in, nil
+}
+
+// inode reads ino with conflict tracking: the op's outcome depends on it.
+func (o *op) inode(ino uint64) (*Inode, error) { return getInode(o.ctx, o.tx, ino, false) }
+
+func (o *op) putInode(in *Inode) { o.tx.Set(inodeKey(in.ID), encode(in)) }
+
+// createInode writes a new inode and counts it.
+func (o *op) createInode(in *Inode) {
+	o.putInode(in)
+	o.dInodes++
+	o.dBytes += int64(in.Length)
+}
+
+// deleteInode removes an inode and everything keyed by it (xattrs, directory
+// mtime); the caller removed its dentries and checked it has no sessions.
+func (o *op) deleteInode(in *Inode) {
+	o.tx.Clear(inodeKey(in.ID))
+	p := xattrPrefix(in.ID)
+	o.tx.ClearRange(p, prefixEnd(p))
+	if in.Type == TypeDir {
+		o.tx.Clear(dirTimeKey(in.ID))
+		delete(o.dirs, in.ID)
+	}
+	o.dInodes--
+	o.dBytes -= int64(in.Length)
+}
+
+// setLength changes a file's length and counts the bytes.
+func (o *op) setLength(in *Inode, length uint64) {
+	o.dBytes += int64(length) - int64(in.Length)
+	in.Length = length
+}

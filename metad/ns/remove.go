@@ -1,0 +1,160 @@
+package ns
+
+import (
+	"context"
+	"fmt"
+)
+
+// RemoveRequest names the entry Unlink, Rmdir or RemoveAll removes.
+type RemoveRequest struct {
+	ReqID  RequestID
+	Parent uint64
+	Name   string
+}
+
+// Unlink removes a name of a file or symlink (EISDIR for a directory). The
+// inode's nlink drops; at zero a file goes to the GC queue, unless it has open
+// write sessions (then the last Close queues it), and a symlink is deleted.
+// Conflict-tracked: the dentry and the inode (read-modify-written). The result
+// is recorded under ReqID, so a retry returns it instead of acting again.
+func (n *Namespace) Unlink(ctx context.Context, req RemoveRequest) error {
+	if err := checkName(req.Name); err != nil {
+		return err
+	}
+	err := n.updateIdem(ctx, req.ReqID.orNew(), opUnlink, func(o *op) error {
+		d, err := o.existing(req.Parent, req.Name)
+		if err != nil {
+			return err
+		}
+		if d.Type == TypeDir {
+			return fail(ErrIsDir, "unlink directory %q", req.Name)
+		}
+		in, err := o.inode(d.Ino)
+		if err != nil {
+			return err
+		}
+		o.clearDentry(req.Parent, req.Name)
+		return o.dropLink(in, o.now)
+	})
+	if err != nil {
+		return fmt.Errorf("unlink %q: %w", req.Name, err)
+	}
+	return nil
+}
+
+// Rmdir removes an empty directory: ENOTDIR for anything else, ENOTEMPTY if it
+// has entries. Its entry range is read with conflict tracking, so a concurrent
+// create in it aborts one of the two; the create reads the directory inode,
+// which rmdir deletes, so it cannot land in a removed directory.
+func (n *Namespace) Rmdir(ctx context.Context, req RemoveRequest) error {
+	if err := checkName(req.Name); err != nil {
+		return err
+	}
+	err := n.updateIdem(ctx, req.ReqID.orNew(), opRmdir, func(o *op) error {
+		d, err := o.existing(req.Parent, req.Name)
+		if err != nil {
+			return err
+		}
+		if d.Type != TypeDir {
+			return fail(ErrNotDir, "rmdir %q", req.Name)
+		}
+		in, err := o.inode(d.Ino)
+		if err != nil {
+			return err
+		}
+		empty, err := o.dirEmpty(in.ID)
+		if err != nil {
+			return err
+		}
+		if !empty {
+			return fail(ErrNotEmpty, "rmdir %q", req.Name)
+		}
+		o.clearDentry(req.Parent, req.Name)
+		o.deleteInode(in)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("rmdir %q: %w", req.Name, err)
+	}
+	return nil
+}
+
+// RemoveAll removes a whole tree (rm -rf) in one small transaction: the root's
+// dentry goes, its inode is marked removed (nlink 0) and queued for GC, so the
+// tree vanishes from the namespace at once; GCBatch later detaches and frees
+// its contents in batches. A file or symlink is simply unlinked.
+func (n *Namespace) RemoveAll(ctx context.Context, req RemoveRequest) error {
+	if err := checkName(req.Name); err != nil {
+		return err
+	}
+	err := n.updateIdem(ctx, req.ReqID.orNew(), opRemoveAll, func(o *op) error {
+		d, err := o.existing(req.Parent, req.Name)
+		if err != nil {
+			return err
+		}
+		in, err := o.inode(d.Ino)
+		if err != nil {
+			return err
+		}
+		o.clearDentry(req.Parent, req.Name)
+		return o.dropLink(in, o.now)
+	})
+	if err != nil {
+		return fmt.Errorf("remove -r %q: %w", req.Name, err)
+	}
+	return nil
+}
+
+// existing reads (parent, name) with conflict tracking and fails when it is
+// missing: ENOTDIR if parent is not a directory, else ENOENT.
+func (o *op) existing(parent uint64, name string) (*Dentry, error) {
+	d, found, err := o.dentry(parent, name)
+	if err != nil || found {
+		return d, err
+	}
+	p, err := getInode(o.ctx, o.tx, parent, true)
+	if err != nil {
+		return nil, err
+	}
+	if p.Type != TypeDir {
+		return nil, fail(ErrNotDir, "inode %d", parent)
+	}
+	return nil, fail(ErrNotExist, "%q in %d", name, parent)
+}
+
+// dropLink takes away one name of in (the caller cleared the dentry). At nlink
+// 0 the inode leaves the namespace: a file goes to the GC queue (or, with open
+// write sessions, stays marked until its last Close), a symlink is deleted, a
+// directory is marked removed and queued for GC expansion. removedAt starts
+// the GC grace period.
+func (o *op) dropLink(in *Inode, removedAt int64) error {
+	if in.Nlink == 0 {
+		return fail(ErrIO, "inode %d already has no links", in.ID)
+	}
+	in.Nlink--
+	in.Ctime = o.now
+	if in.Type == TypeDir {
+		in.Nlink = 0 // a directory has one name
+	}
+	if in.Nlink > 0 {
+		o.putInode(in)
+		return nil
+	}
+	switch in.Type {
+	case TypeSymlink:
+		o.deleteInode(in)
+	case TypeFile:
+		busy, err := o.hasSessions(in.ID)
+		if err != nil {
+			return err
+		}
+		o.putInode(in)
+		if !busy {
+			o.queueGC(in, removedAt)
+		}
+	case TypeDir:
+		o.putInode(in)
+		o.queueGC(in, removedAt)
+	}
+	return nil
+}

@@ -1,0 +1,242 @@
+package ns
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"syscall"
+
+	"github.com/flyfs/flyfs/core/kv"
+)
+
+// ClientID names a client (a FUSE mount, a gateway); sessions of clients that
+// the cluster manager no longer knows are reaped.
+type ClientID string
+
+// SessionID names one write open.
+type SessionID [16]byte
+
+// NewSessionID returns a random session id.
+func NewSessionID() SessionID {
+	var s SessionID
+	_, _ = rand.Read(s[:])
+	return s
+}
+
+// Session is an open-for-write file. While a file has sessions, removing its
+// last name does not queue it for GC: the last Close does.
+type Session struct {
+	Ino    uint64    `cbor:"1,keyasint,omitempty"`
+	ID     SessionID `cbor:"2,keyasint,omitempty"`
+	Client ClientID  `cbor:"3,keyasint,omitempty"`
+	Opened int64     `cbor:"4,keyasint,omitempty"` // unix ns
+}
+
+// openSession stores a write session on in, or returns the one an earlier
+// attempt stored (the id is fixed per call).
+func (o *op) openSession(in *Inode, id SessionID, client ClientID) (*Session, error) {
+	key := sessionKey(in.ID, id)
+	v, found, err := o.tx.Get(o.ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	s := new(Session)
+	if found {
+		return s, decode(v, s)
+	}
+	*s = Session{Ino: in.ID, ID: id, Client: client, Opened: o.now}
+	o.tx.Set(key, encode(s))
+	return s, nil
+}
+
+// hasSessions reports whether ino has a write session, conflict-tracked: a
+// concurrent open or close must abort whoever decides GC on it.
+func (o *op) hasSessions(ino uint64) (bool, error) {
+	p := sessionPrefix(ino)
+	res, err := o.tx.GetRange(o.ctx, p, prefixEnd(p), kv.RangeOptions{Limit: 1})
+	if err != nil {
+		return false, err
+	}
+	return len(res.KVs) > 0, nil
+}
+
+// OpenResult is Open's answer; Session is set for write opens.
+type OpenResult struct {
+	Inode   Inode
+	Session *Session
+}
+
+// Open opens inode ino with open(2) flags. Read-only opens are not tracked (a
+// reader of a removed file reads until GC's grace period ends). Write opens
+// store a session for client; O_TRUNC truncates a file to 0 (bumping
+// truncateVer). Directories opened for writing are EISDIR, symlinks ELOOP,
+// removed files ENOENT.
+func (n *Namespace) Open(ctx context.Context, ino uint64, flags int, client ClientID) (OpenResult, error) {
+	write := flags&syscall.O_ACCMODE != syscall.O_RDONLY
+	trunc := flags&syscall.O_TRUNC != 0
+	if !write && !trunc {
+		in, err := n.Stat(ctx, ino)
+		if err != nil {
+			return OpenResult{}, err
+		}
+		if in.Type == TypeSymlink {
+			return OpenResult{}, fail(ErrLoop, "open symlink %d", ino)
+		}
+		return OpenResult{Inode: in}, nil
+	}
+	sid := NewSessionID()
+	var res OpenResult
+	err := n.update(ctx, func(o *op) error {
+		res = OpenResult{}
+		in, err := o.inode(ino)
+		if err != nil {
+			return err
+		}
+		switch {
+		case in.Type == TypeDir:
+			return fail(ErrIsDir, "open directory %d for writing", ino)
+		case in.Type == TypeSymlink:
+			return fail(ErrLoop, "open symlink %d", ino)
+		case in.Nlink == 0:
+			return fail(ErrNotExist, "open removed file %d", ino)
+		}
+		if trunc && o.truncate(in, 0) {
+			o.putInode(in)
+		}
+		if write {
+			if res.Session, err = o.openSession(in, sid, client); err != nil {
+				return err
+			}
+		}
+		res.Inode = *in
+		return nil
+	})
+	if err != nil {
+		return OpenResult{}, fmt.Errorf("open %d: %w", ino, err)
+	}
+	return res, nil
+}
+
+// LengthHint is a client's report of a file's length: the largest offset it
+// wrote, under the truncateVer it saw.
+type LengthHint struct {
+	TruncateVer uint64
+	Length      uint64
+}
+
+// Close ends a write session, applying the client's length hint. If the file
+// lost its last name while open and this was its last session, it goes to the
+// GC queue now. Closing a session that is gone (already closed, reaped) is not
+// an error; if the inode is gone too the result is the zero Inode.
+func (n *Namespace) Close(ctx context.Context, s Session, hint *LengthHint) (Inode, error) {
+	var res Inode
+	err := n.update(ctx, func(o *op) error {
+		res = Inode{}
+		key := sessionKey(s.Ino, s.ID)
+		_, open, err := o.tx.Get(o.ctx, key)
+		if err != nil {
+			return err
+		}
+		in, err := o.inode(s.Ino)
+		if err != nil {
+			if !open && isErrno(err) {
+				return nil
+			}
+			return err
+		}
+		changed := false
+		if hint != nil {
+			if changed, err = o.applyHint(in, hint.TruncateVer, hint.Length); err != nil {
+				return err
+			}
+		}
+		if open {
+			o.tx.Clear(key)
+			if in.Nlink == 0 && in.Type == TypeFile {
+				busy, err := o.hasSessions(in.ID) // sees our clear
+				if err != nil {
+					return err
+				}
+				if !busy {
+					o.queueGC(in, o.now)
+				}
+			}
+		}
+		if changed {
+			o.putInode(in)
+		}
+		res = *in
+		return nil
+	})
+	if err != nil {
+		return Inode{}, fmt.Errorf("close %d: %w", s.Ino, err)
+	}
+	return res, nil
+}
+
+// Sessions lists the write sessions of ino.
+func (n *Namespace) Sessions(ctx context.Context, ino uint64) ([]Session, error) {
+	var out []Session
+	err := n.view(ctx, func(tx kv.ReadTxn) error {
+		out = nil
+		p := sessionPrefix(ino)
+		return scan(ctx, tx, p, prefixEnd(p), func(_, v []byte) error {
+			var s Session
+			if err := decode(v, &s); err != nil {
+				return err
+			}
+			out = append(out, s)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// ReapSessions closes (without a length report) every session whose client is
+// not live, and returns how many it closed. The caller asks the cluster
+// manager which clients are alive, and must not reap while that answer is
+// unreliable (e.g. during mgmtd's bootstrapping window).
+func (n *Namespace) ReapSessions(ctx context.Context, live func(ClientID) bool) (int, error) {
+	var dead []Session
+	err := n.view(ctx, func(tx kv.ReadTxn) error {
+		dead = nil
+		return scan(ctx, tx, tagSession, prefixEnd(tagSession), func(_, v []byte) error {
+			var s Session
+			if err := decode(v, &s); err != nil {
+				return err
+			}
+			if !live(s.Client) {
+				dead = append(dead, s)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("ns: reap sessions: %w", err)
+	}
+	for i, s := range dead {
+		if _, err := n.Close(ctx, s, nil); err != nil {
+			return i, fmt.Errorf("ns: reap sessions: %w", err)
+		}
+	}
+	return len(dead), nil
+}
+
+// scan calls fn for every entry of [begin, end), paging with snapshot reads.
+func scan(ctx context.Context, tx kv.ReadTxn, begin, end []byte, fn func(k, v []byte) error) error {
+	for {
+		res, err := tx.SnapshotGetRange(ctx, begin, end, kv.RangeOptions{Limit: 1024})
+		if err != nil {
+			return err
+		}
+		for _, e := range res.KVs {
+			if err := fn(e.Key, e.Value); err != nil {
+				return err
+			}
+		}
+		if !res.More {
+			return nil
+		}
+		begin = kv.KeyAfter(res.KVs[len(res.KVs)-1].Key)
+	}
+}
