@@ -1,4 +1,4 @@
-// Package metad is the stateless metadata service: inodes, directory entries,
-// layouts, write sessions, file length and garbage collection, every operation
-// one transaction on core/kv. Built by the metadata issue.
+// Package metad is the stateless metadata service: the namespace (metad/ns)
+// served over core/rpc. Every operation is one transaction on the shared KV
+// store, so any number of metad can run and any can be restarted.
 package metad

@@ -1,0 +1,202 @@
+package metad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"syscall"
+
+	"github.com/flyfs/flyfs/core/api/metaapi"
+	"github.com/flyfs/flyfs/core/kv"
+	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/flyfs/flyfs/metad/ns"
+	"github.com/fxamacker/cbor/v2"
+)
+
+// Config configures a metadata service.
+type Config struct {
+	KV        *kv.DB
+	Namespace ns.Options
+	RPC       rpc.Options
+	Logger    *slog.Logger
+}
+
+// Server serves the namespace over RPC.
+type Server struct {
+	ns  *ns.Namespace
+	rpc *rpc.Server
+	log *slog.Logger
+}
+
+// New opens the namespace (creating its root on first use) and registers the
+// handlers.
+func New(cfg Config) (*Server, error) {
+	if cfg.KV == nil {
+		return nil, errors.New("metad: no KV store")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	n, err := ns.New(cfg.KV, cfg.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("metad: %w", err)
+	}
+	s := &Server{ns: n, rpc: rpc.NewServer(cfg.RPC), log: cfg.Logger}
+	rpc.Handle(s.rpc, metaapi.MethodStat, s.stat)
+	rpc.Handle(s.rpc, metaapi.MethodLookup, s.lookup)
+	rpc.Handle(s.rpc, metaapi.MethodResolve, s.resolve)
+	rpc.Handle(s.rpc, metaapi.MethodCreate, s.create)
+	rpc.Handle(s.rpc, metaapi.MethodMkdir, s.mkdir)
+	rpc.Handle(s.rpc, metaapi.MethodSymlink, s.symlink)
+	rpc.Handle(s.rpc, metaapi.MethodLink, s.link)
+	rpc.Handle(s.rpc, metaapi.MethodReadlink, s.readlink)
+	rpc.Handle(s.rpc, metaapi.MethodReadDir, s.readDir)
+	rpc.Handle(s.rpc, metaapi.MethodUnlink, s.unlink)
+	rpc.Handle(s.rpc, metaapi.MethodRmdir, s.rmdir)
+	rpc.Handle(s.rpc, metaapi.MethodRename, s.rename)
+	rpc.Handle(s.rpc, metaapi.MethodClose, s.close)
+	rpc.Handle(s.rpc, metaapi.MethodReport, s.report)
+	return s, nil
+}
+
+// Namespace exposes the namespace (GC workers, fsck).
+func (s *Server) Namespace() *ns.Namespace { return s.ns }
+
+// Serve serves RPCs on l until Close.
+func (s *Server) Serve(l net.Listener) error { return s.rpc.Serve(l) }
+
+// Close stops serving.
+func (s *Server) Close() error { return s.rpc.Close() }
+
+// wire maps a namespace error onto the wire: errnos travel as errnos, KV
+// errors that outlived the retry loop as Unavailable (the client may retry:
+// requests are idempotent), anything else as Internal.
+func wire(err error) error {
+	if err == nil {
+		return nil
+	}
+	var e ns.Errno
+	if errors.As(err, &e) {
+		return metaapi.ErrnoError(e.Errno(), err.Error())
+	}
+	var ke *kv.Error
+	if errors.As(err, &ke) {
+		if kv.IsRetryable(err) || errors.Is(err, kv.ErrTooManyTries) {
+			return rpc.Errorf(rpc.Unavailable, "metad: %v", err)
+		}
+		return metaapi.ErrnoError(syscall.EIO, err.Error())
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return rpc.Errorf(rpc.Internal, "metad: %v", err)
+}
+
+func toWire(in ns.Inode) metaapi.Inode {
+	return metaapi.Inode{ID: in.ID, Type: metaapi.Type(in.Type), Mode: in.Mode, UID: in.UID, GID: in.GID,
+		Atime: in.Atime, Mtime: in.Mtime, Ctime: in.Ctime, Nlink: in.Nlink, Length: in.Length,
+		TruncateVer: in.TruncateVer, Layout: in.Layout, Target: in.Target}
+}
+
+func inodeResp(in ns.Inode, err error) (*metaapi.InodeResp, []byte, error) {
+	if err != nil {
+		return nil, nil, wire(err)
+	}
+	return &metaapi.InodeResp{Inode: toWire(in)}, nil, nil
+}
+
+func empty(err error) (*metaapi.Empty, []byte, error) {
+	if err != nil {
+		return nil, nil, wire(err)
+	}
+	return &metaapi.Empty{}, nil, nil
+}
+
+func (s *Server) stat(ctx context.Context, r *metaapi.InodeReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
+	return inodeResp(s.ns.Stat(ctx, r.Ino))
+}
+
+func (s *Server) lookup(ctx context.Context, r *metaapi.LookupReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
+	return inodeResp(s.ns.Lookup(ctx, r.Parent, r.Name))
+}
+
+func (s *Server) resolve(ctx context.Context, r *metaapi.ResolveReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
+	return inodeResp(s.ns.Resolve(ctx, r.Path, r.FollowLast))
+}
+
+func (s *Server) readlink(ctx context.Context, r *metaapi.InodeReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
+	target, err := s.ns.Readlink(ctx, r.Ino)
+	if err != nil {
+		return nil, nil, wire(err)
+	}
+	return &metaapi.InodeResp{Inode: metaapi.Inode{ID: r.Ino, Type: metaapi.TypeSymlink, Target: target}}, nil, nil
+}
+
+func clientID(c uint64) ns.ClientID { return ns.ClientID(strconv.FormatUint(c, 16)) }
+
+func (s *Server) create(ctx context.Context, r *metaapi.CreateReq, _ []byte) (*metaapi.CreateResp, []byte, error) {
+	res, err := s.ns.Create(ctx, ns.CreateRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name, Mode: r.Mode,
+		Exclusive: r.Exclusive, Truncate: r.Truncate, Write: r.Write, Client: clientID(r.Client)})
+	if err != nil {
+		return nil, nil, wire(err)
+	}
+	resp := &metaapi.CreateResp{Inode: toWire(res.Inode), Created: res.Created}
+	if res.Session != nil {
+		if resp.Session, err = cbor.Marshal(res.Session); err != nil {
+			return nil, nil, rpc.Errorf(rpc.Internal, "encode session: %v", err)
+		}
+	}
+	return resp, nil, nil
+}
+
+func (s *Server) mkdir(ctx context.Context, r *metaapi.MkdirReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
+	return inodeResp(s.ns.Mkdir(ctx, ns.MkdirRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name, Mode: r.Mode}))
+}
+
+func (s *Server) symlink(ctx context.Context, r *metaapi.SymlinkReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
+	return inodeResp(s.ns.Symlink(ctx, ns.SymlinkRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name, Target: r.Target}))
+}
+
+func (s *Server) link(ctx context.Context, r *metaapi.LinkReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
+	return inodeResp(s.ns.Link(ctx, ns.LinkRequest{ReqID: ns.RequestID(r.ReqID), Ino: r.Ino, NewParent: r.NewParent, NewName: r.NewName}))
+}
+
+func (s *Server) readDir(ctx context.Context, r *metaapi.ReadDirReq, _ []byte) (*metaapi.ReadDirResp, []byte, error) {
+	ents, more, err := s.ns.ReadDir(ctx, r.Dir, r.After, r.Limit)
+	if err != nil {
+		return nil, nil, wire(err)
+	}
+	resp := &metaapi.ReadDirResp{More: more, Entries: make([]metaapi.DirEntry, len(ents))}
+	for i, e := range ents {
+		resp.Entries[i] = metaapi.DirEntry{Name: e.Name, Ino: e.Ino, Type: metaapi.Type(e.Type)}
+	}
+	return resp, nil, nil
+}
+
+func (s *Server) unlink(ctx context.Context, r *metaapi.RemoveReq, _ []byte) (*metaapi.Empty, []byte, error) {
+	return empty(s.ns.Unlink(ctx, ns.RemoveRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name}))
+}
+
+func (s *Server) rmdir(ctx context.Context, r *metaapi.RemoveReq, _ []byte) (*metaapi.Empty, []byte, error) {
+	return empty(s.ns.Rmdir(ctx, ns.RemoveRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name}))
+}
+
+func (s *Server) rename(ctx context.Context, r *metaapi.RenameReq, _ []byte) (*metaapi.Empty, []byte, error) {
+	return empty(s.ns.Rename(ctx, ns.RenameRequest{ReqID: ns.RequestID(r.ReqID), SrcParent: r.SrcParent, SrcName: r.SrcName,
+		DstParent: r.DstParent, DstName: r.DstName, Flags: r.Flags}))
+}
+
+func (s *Server) close(ctx context.Context, r *metaapi.CloseReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
+	var sess ns.Session
+	if err := cbor.Unmarshal(r.Session, &sess); err != nil {
+		return nil, nil, metaapi.ErrnoError(syscall.EBADF, "bad session handle")
+	}
+	return inodeResp(s.ns.Close(ctx, sess, &ns.LengthHint{TruncateVer: r.TruncateVer, Length: r.Length}))
+}
+
+func (s *Server) report(ctx context.Context, r *metaapi.ReportReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
+	return inodeResp(s.ns.ReportLength(ctx, r.Ino, r.TruncateVer, r.Length))
+}
