@@ -98,7 +98,10 @@ func TestOverRPCWithFaults(t *testing.T) {
 		err  error
 		want syscall.Errno
 	}{
-		{"lookup of a removed file", do(func() error { _, err := m[1].Lookup(ctx, &metaapi.LookupReq{Parent: dir.Inode.ID, Name: "a"}); return err }), syscall.ENOENT},
+		{"lookup of a removed file", do(func() error {
+			_, err := m[1].Lookup(ctx, &metaapi.LookupReq{Parent: dir.Inode.ID, Name: "a"})
+			return err
+		}), syscall.ENOENT},
 		{"rmdir of the root's non-empty child's parent", do(func() error {
 			return m[2].Rmdir(ctx, &metaapi.RemoveReq{ReqID: rid(5), Parent: ns.RootID, Name: "nope"})
 		}), syscall.ENOENT},
@@ -123,7 +126,7 @@ func TestOverRPCWithFaults(t *testing.T) {
 	// metad until it answers: every one succeeds exactly once.
 	for i := 0; i < 40; i++ {
 		id := rid(byte(100 + i))
-		name := string(rune('a' + i%26)) + string(rune('a'+i/26))
+		name := string(rune('a'+i%26)) + string(rune('a'+i/26))
 		try := 0
 		if err := do(func() error {
 			try++
@@ -133,7 +136,10 @@ func TestOverRPCWithFaults(t *testing.T) {
 			t.Fatalf("create %s: %v", name, err)
 		}
 	}
-	if err := do(func() (err error) { list, err = m[2].ReadDir(ctx, &metaapi.ReadDirReq{Dir: dir.Inode.ID, Limit: 100}); return err }); err != nil || len(list.Entries) != 40 {
+	if err := do(func() (err error) {
+		list, err = m[2].ReadDir(ctx, &metaapi.ReadDirReq{Dir: dir.Inode.ID, Limit: 100})
+		return err
+	}); err != nil || len(list.Entries) != 40 {
 		t.Fatalf("data holds %d entries, %v", len(list.Entries), err)
 	}
 	rep, err := ns.Check(ctx, db)

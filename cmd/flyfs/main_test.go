@@ -94,9 +94,9 @@ func TestVersion(t *testing.T) {
 }
 
 func TestPendingRoleSaysSoAndFails(t *testing.T) {
-	_, err := run(t, "metad", "--data", "/x")
+	_, err := run(t, "gateway", "--data", "/x")
 	if err == nil || !strings.Contains(err.Error(), "not built yet") {
-		t.Fatalf("metad: %v", err)
+		t.Fatalf("gateway: %v", err)
 	}
 	out, err := run(t, "mount", "--help")
 	if err != nil || !strings.Contains(out, "Mount flyfs") {

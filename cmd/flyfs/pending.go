@@ -13,7 +13,6 @@ type pendingRole struct {
 }
 
 var pendingRoles = []pendingRole{
-	{"metad", "Run a metadata service over the KV store", "the metadata issue (#5)"},
 	{"gateway", "Run the S3-compatible gateway over the namespace", "the S3 issue (#7)"},
 	{"mount", "Mount flyfs with FUSE", "the POSIX issue (#6)"},
 }

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/flyfs/flyfs/core/kv/kvopen"
+	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/flyfs/flyfs/metad"
+	"github.com/spf13/cobra"
+)
+
+func metadCmd() *cobra.Command {
+	var (
+		kvc     kvopen.Config
+		dataDir string
+		listen  string
+		token   string
+	)
+	cmd := &cobra.Command{
+		Use:   "metad",
+		Short: "Run a metadata service over the KV store",
+		Long: `Run a stateless metadata service: the namespace (inodes, directory entries,
+layouts, write sessions, file lengths, the GC queue) as transactions on the KV store.
+Any number can run on one store (--kv etcd or fdb for several processes; pebble for
+one), and any can be restarted; clients retry on another with the same request ids.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			if kvc.Engine == "" || kvc.Engine == "pebble" {
+				kvc.Dir = filepath.Join(dataDir, "meta")
+				if err := os.MkdirAll(kvc.Dir, 0o755); err != nil {
+					return err
+				}
+			}
+			db, err := kvopen.Open(cmd.Context(), kvc)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			srv, err := metad.New(metad.Config{KV: db, RPC: rpc.Options{Token: token, Logger: log}, Logger: log})
+			if err != nil {
+				return err
+			}
+			l, err := net.Listen("tcp", listen)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "metad listening on %s (kv %s)\n", l.Addr(), kvc.Engine)
+			sig := make(chan os.Signal, 1)
+			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+			go func() { <-sig; srv.Close() }()
+			if err := srv.Serve(l); err != nil && !errors.Is(err, rpc.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	addKVFlags(f, &kvc)
+	f.StringVar(&dataDir, "data", "flyfs-metad", "pebble: directory of the KV store")
+	f.StringVar(&listen, "listen", "127.0.0.1:9200", "address to serve RPCs on")
+	f.StringVar(&token, "token", "", "cluster token every peer must present")
+	return cmd
+}
