@@ -11,6 +11,7 @@ import (
 
 	"github.com/flyfs/flyfs/core/api/metaapi"
 	"github.com/flyfs/flyfs/core/kv"
+	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/metad/ns"
 	"github.com/fxamacker/cbor/v2"
@@ -22,6 +23,12 @@ type Config struct {
 	Namespace ns.Options
 	RPC       rpc.Options
 	Logger    *slog.Logger
+	// Routing, when set, supplies the chain tables new files are laid out
+	// over; DefaultChunkSize (1 MiB) and DefaultStripe (16 chains) apply
+	// where a directory's layout does not say.
+	Routing          routing.Source
+	DefaultChunkSize uint32
+	DefaultStripe    uint32
 }
 
 // Server serves the namespace over RPC.
@@ -39,6 +46,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Routing != nil && cfg.Namespace.NewFileLayout == nil {
+		cfg.Namespace.NewFileLayout = newLayoutPicker(cfg.Routing, cfg.DefaultChunkSize, cfg.DefaultStripe, cfg.Logger).pick
 	}
 	n, err := ns.New(cfg.KV, cfg.Namespace)
 	if err != nil {

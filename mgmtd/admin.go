@@ -68,12 +68,36 @@ func (s *Server) handleSetChains(ctx context.Context, req *mgmtdapi.SetChainsReq
 			sortByState(next.Targets)
 			ch.chains = append(ch.chains, next)
 		}
+		ch.tables = appendDefaultTable(cur, req.Chains)
 		return ch, nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	return &mgmtdapi.SetChainsResp{RoutingVersion: info.Version}, nil, nil
+}
+
+// appendDefaultTable returns the default chain table (routing.DefaultTable:
+// every chain, in id order) with a new version appended when the
+// request adds chains it does not list yet, or nil.
+func appendDefaultTable(cur *routing.Info, chains []routing.Chain) map[uint32][][]routing.ChainID {
+	latest, _, _ := cur.LatestTable(routing.DefaultTable)
+	have := map[routing.ChainID]bool{}
+	for _, id := range latest {
+		have[id] = true
+	}
+	next := append([]routing.ChainID(nil), latest...)
+	for _, c := range chains {
+		if !have[c.ID] {
+			have[c.ID] = true
+			next = append(next, c.ID)
+		}
+	}
+	if len(next) == len(latest) {
+		return nil
+	}
+	slices.Sort(next)
+	return map[uint32][][]routing.ChainID{routing.DefaultTable: append(append([][]routing.ChainID(nil), cur.Tables[routing.DefaultTable]...), next)}
 }
 
 // validateChains rejects chain lists no cluster can have.

@@ -20,6 +20,7 @@ import (
 //	CHIF + chain id (u32)    → routing.Chain: targets in order with states
 //	TGHD + target id (u32)   → heldRecord: present while an admin holds the target offline
 //	MGMD + mgmtd id          → mgmtdRecord: the registry of cluster managers
+//	CTBL + table id (u32)    → [][]ChainID: every version of a chain table (append-only)
 var (
 	leaseKey   = []byte("SINGMgmtdLease")
 	versionKey = []byte("SINGRoutingInfoVersion")
@@ -27,6 +28,7 @@ var (
 	chainTag   = []byte("CHIF")
 	heldTag    = []byte("TGHD")
 	mgmtdTag   = []byte("MGMD")
+	tableTag   = []byte("CTBL")
 )
 
 func idKey(tag []byte, id uint32) []byte {
@@ -155,6 +157,25 @@ func readRouting(ctx context.Context, tx kv.ReadTxn) (*routing.Info, error) {
 			return nil, err
 		}
 		info.Chains[c.ID] = &c
+	}
+	b, e = tagRange(tableTag)
+	tables, err := tx.GetRange(ctx, b, e, kv.RangeOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, kvp := range tables.KVs {
+		id, err := idOf(tableTag, kvp.Key)
+		if err != nil {
+			return nil, err
+		}
+		var vs [][]routing.ChainID
+		if err := decode(kvp.Value, &vs); err != nil {
+			return nil, err
+		}
+		if info.Tables == nil {
+			info.Tables = map[uint32][][]routing.ChainID{}
+		}
+		info.Tables[id] = vs
 	}
 	return info, nil
 }

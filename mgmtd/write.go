@@ -15,20 +15,23 @@ var errStale = errors.New("mgmtd: routing changed under the write")
 
 // change is one write of the primary.
 type change struct {
-	chains []*routing.Chain          // replace these chains
-	nodes  []routing.Node            // record these node addresses
-	held   map[routing.TargetID]bool // hold (true) or release (false) these targets
-	fresh  []routing.Target          // targets of new chains: given a grace period in the term
-	why    string                    // for the log
+	chains []*routing.Chain               // replace these chains
+	nodes  []routing.Node                 // record these node addresses
+	held   map[routing.TargetID]bool      // hold (true) or release (false) these targets
+	fresh  []routing.Target               // targets of new chains: given a grace period in the term
+	tables map[uint32][][]routing.ChainID // chain tables with a version appended
+	why    string                         // for the log
 }
 
 func (c *change) empty() bool {
-	return c == nil || len(c.chains) == 0 && len(c.nodes) == 0 && len(c.held) == 0
+	return c == nil || len(c.chains) == 0 && len(c.nodes) == 0 && len(c.held) == 0 && len(c.tables) == 0
 }
 
 // routingChanged reports whether the change touches routing (and so bumps
 // its version).
-func (c *change) routingChanged() bool { return len(c.chains) > 0 || len(c.nodes) > 0 }
+func (c *change) routingChanged() bool {
+	return len(c.chains) > 0 || len(c.nodes) > 0 || len(c.tables) > 0
+}
 
 // update computes a change against the newest routing with build and writes
 // it as primary, recomputing when the routing moved underneath. It returns the
@@ -82,6 +85,9 @@ func (s *Server) write(ctx context.Context, t *term, base *routing.Info, ch *cha
 		for _, n := range ch.nodes {
 			tx.Set(nodeKey(n.ID), encode(nodeRecord{Addr: n.Addr}))
 		}
+		for id, vs := range ch.tables {
+			tx.Set(idKey(tableTag, id), encode(vs))
+		}
 		for id, h := range ch.held {
 			if h {
 				tx.Set(heldKey(id), encode(heldRecord{Held: true}))
@@ -115,6 +121,12 @@ func (s *Server) write(ctx context.Context, t *term, base *routing.Info, ch *cha
 		}
 		for _, n := range ch.nodes {
 			next.Nodes[n.ID] = n
+		}
+		for id, vs := range ch.tables {
+			if next.Tables == nil {
+				next.Tables = map[uint32][][]routing.ChainID{}
+			}
+			next.Tables[id] = vs
 		}
 		s.storeRouting(next)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/flyfs/flyfs/core/api/mgmtdapi"
 	"github.com/flyfs/flyfs/core/api/storageapi"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/layout"
@@ -194,7 +195,7 @@ func (w *workload) finish(t *testing.T) {
 // and serves again; every replica ends byte-identical; the history is
 // linearizable; readers never stall much longer than failure detection.
 func TestKillRecoverUnderLoad(t *testing.T) {
-	const T = 600 * time.Millisecond
+	const T = time.Second
 	c := harness.StartCluster(t, harness.ClusterConfig{Nodes: 3, Chains: 2, T: T, NoSync: true})
 	// Bulk data that recovery must copy.
 	cl := c.Client(5 * time.Second)
@@ -248,7 +249,7 @@ func TestKillRecoverUnderLoad(t *testing.T) {
 // the last one is lastsrv; it comes back first and serves at once; the others
 // then sync from it.
 func TestLastServingReplicaReturnsFirst(t *testing.T) {
-	const T = 600 * time.Millisecond
+	const T = time.Second
 	c := harness.StartCluster(t, harness.ClusterConfig{Nodes: 3, Chains: 1, T: T, NoSync: true})
 	cl := c.Client(5 * time.Second)
 	chunk := layout.MakeChunkID(1, 0)
@@ -289,7 +290,7 @@ func TestLastServingReplicaReturnsFirst(t *testing.T) {
 // from clients) stops serving within T/2, is published offline, and rejoins
 // through recovery once the link heals. No client reads stale data from it.
 func TestCutOffFromMgmtd(t *testing.T) {
-	const T = 600 * time.Millisecond
+	const T = time.Second
 	c := harness.StartCluster(t, harness.ClusterConfig{Nodes: 3, Chains: 1, T: T, NoSync: true})
 	cl := c.Client(5 * time.Second)
 	chunk := layout.MakeChunkID(1, 0)
@@ -328,7 +329,7 @@ func TestCutOffFromMgmtd(t *testing.T) {
 // TestPrimaryMgmtdFailover: the primary mgmtd dies; another takes over and
 // handles a storage failure after that.
 func TestPrimaryMgmtdFailover(t *testing.T) {
-	const T = 600 * time.Millisecond
+	const T = time.Second
 	c := harness.StartCluster(t, harness.ClusterConfig{Mgmtds: 2, Nodes: 3, Chains: 1, T: T, NoSync: true})
 	primary := -1
 	for i := range c.Mgmtds {
@@ -361,5 +362,26 @@ func TestPrimaryMgmtdFailover(t *testing.T) {
 	got, err := cl.Read(ctx, client.ReadIO{Chain: 1, Chunk: chunk, Length: 100}, false)
 	if err != nil || string(got) != "two replicas!!" {
 		t.Fatalf("read %q %v", got, err)
+	}
+}
+
+// TestChainTableFollowsChains: mgmtd publishes the default chain table and
+// appends a version when chains are added, leaving older versions alone.
+func TestChainTableFollowsChains(t *testing.T) {
+	c := harness.StartCluster(t, harness.ClusterConfig{Nodes: 3, Chains: 2, T: time.Second, NoSync: true})
+	info := c.Routing()
+	if chains, v, ok := info.LatestTable(routing.DefaultTable); !ok || v != 1 || fmt.Sprint(chains) != "[1 2]" {
+		t.Fatalf("default table: %v v%d %v", chains, v, ok)
+	}
+	admin := client.NewMgmtd(c.RPCClient("admin"), c.MgmtdAddrs())
+	three := routing.Chain{ID: 3, Targets: []routing.Target{{ID: 301, Node: 3}, {ID: 302, Node: 1}, {ID: 303, Node: 2}}}
+	if _, err := admin.SetChains(ctx, &mgmtdapi.SetChainsReq{Chains: []routing.Chain{three}}); err != nil {
+		t.Fatal(err)
+	}
+	info = c.WaitFor(10*time.Second, "table version 2", func(in *routing.Info) bool { _, v, _ := in.LatestTable(routing.DefaultTable); return v == 2 })
+	v1, _ := info.Table(routing.DefaultTable, 1)
+	v2, _ := info.Table(routing.DefaultTable, 2)
+	if fmt.Sprint(v1) != "[1 2]" || fmt.Sprint(v2) != "[1 2 3]" {
+		t.Fatalf("table versions: %v then %v", v1, v2)
 	}
 }

@@ -78,6 +78,36 @@ type Info struct {
 	Version uint64             `cbor:"1,keyasint"`
 	Nodes   map[NodeID]Node    `cbor:"2,keyasint"`
 	Chains  map[ChainID]*Chain `cbor:"3,keyasint"`
+	// Tables holds every version of every chain table: Tables[id][v-1] is
+	// version v's chain list. Versions are append-only, so a file that pinned
+	// (id, v) at create finds its chains forever.
+	Tables map[uint32][][]ChainID `cbor:"4,keyasint,omitempty"`
+}
+
+// DefaultTable is the chain table new files are laid out over unless their
+// directory names another: every chain, in id order, with a version appended
+// whenever chains are added.
+const DefaultTable uint32 = 1
+
+// Table returns version v of chain table id.
+func (in *Info) Table(id, v uint32) ([]ChainID, bool) {
+	if in == nil || v == 0 {
+		return nil, false
+	}
+	vs := in.Tables[id]
+	if int(v) > len(vs) {
+		return nil, false
+	}
+	return vs[v-1], true
+}
+
+// LatestTable returns the newest version of chain table id and its number.
+func (in *Info) LatestTable(id uint32) ([]ChainID, uint32, bool) {
+	if in == nil || len(in.Tables[id]) == 0 {
+		return nil, 0, false
+	}
+	vs := in.Tables[id]
+	return vs[len(vs)-1], uint32(len(vs)), true
 }
 
 // Chain returns the chain with the id.
@@ -165,6 +195,12 @@ func (in *Info) Clone() *Info {
 		cc := *c
 		cc.Targets = append([]Target(nil), c.Targets...)
 		out.Chains[k] = &cc
+	}
+	if in.Tables != nil {
+		out.Tables = make(map[uint32][][]ChainID, len(in.Tables))
+		for id, vs := range in.Tables {
+			out.Tables[id] = append([][]ChainID(nil), vs...) // versions never change: share them
+		}
 	}
 	return out
 }
