@@ -1,0 +1,365 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sync"
+	"syscall"
+
+	"github.com/flyfs/flyfs/core/api/metaapi"
+	"github.com/flyfs/flyfs/core/layout"
+	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/core/rpc"
+)
+
+// FS is the file-system face of the client: paths and files on metad, data on
+// storaged. Metadata calls go to any metad and fail over to the next on an
+// unavailable one, reusing the request id, so a retried create or rename
+// gets the first attempt's result.
+type FS struct {
+	meta     []metaapi.Client
+	chunks   *ChunkIO
+	routing  routing.Source
+	clientID uint64
+	parallel int // chunk pieces in flight per call
+}
+
+// NewFS returns an FS over the metad addresses, routing and an rpc client.
+func NewFS(src routing.Source, rc *rpc.Client, metadAddrs []string, chunks *ChunkIO) *FS {
+	fs := &FS{chunks: chunks, routing: src, clientID: chunks.clientID, parallel: 8}
+	for _, a := range metadAddrs {
+		fs.meta = append(fs.meta, metaapi.Client{RPC: rc, Addr: a})
+	}
+	return fs
+}
+
+// PathError wraps an errno with the operation and path, like os.PathError.
+type PathError = fsPathError
+
+type fsPathError struct {
+	Op, Path string
+	Err      error
+}
+
+func (e *fsPathError) Error() string { return e.Op + " " + e.Path + ": " + e.Err.Error() }
+func (e *fsPathError) Unwrap() error { return e.Err }
+
+func pathErr(op, p string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if e := metaapi.Errno(err); e != 0 {
+		err = e
+	}
+	return &fsPathError{Op: op, Path: p, Err: err}
+}
+
+// callMeta runs op against each metad in turn while they are unavailable.
+func callMeta[T any](fs *FS, op func(m metaapi.Client) (T, error)) (T, error) {
+	var zero T
+	var last error
+	for _, m := range fs.meta {
+		v, err := op(m)
+		if err == nil || rpc.CodeOf(err) != rpc.Unavailable {
+			return v, err
+		}
+		last = err
+	}
+	if last == nil {
+		last = errors.New("client: no metad configured")
+	}
+	return zero, last
+}
+
+func newReqID() metaapi.RequestID {
+	var r metaapi.RequestID
+	rand.Read(r[:])
+	return r
+}
+
+func (fs *FS) resolve(ctx context.Context, p string) (metaapi.Inode, error) {
+	r, err := callMeta(fs, func(m metaapi.Client) (*metaapi.InodeResp, error) {
+		return m.Resolve(ctx, &metaapi.ResolveReq{Path: p, FollowLast: true})
+	})
+	if err != nil {
+		return metaapi.Inode{}, err
+	}
+	return r.Inode, nil
+}
+
+// Stat returns the inode at a path.
+func (fs *FS) Stat(ctx context.Context, p string) (metaapi.Inode, error) {
+	in, err := fs.resolve(ctx, p)
+	return in, pathErr("stat", p, err)
+}
+
+// Mkdir creates a directory.
+func (fs *FS) Mkdir(ctx context.Context, p string, mode uint32) error {
+	dir, name := path.Split(path.Clean(p))
+	parent, err := fs.resolve(ctx, dir)
+	if err != nil {
+		return pathErr("mkdir", p, err)
+	}
+	id := newReqID()
+	_, err = callMeta(fs, func(m metaapi.Client) (*metaapi.InodeResp, error) {
+		return m.Mkdir(ctx, &metaapi.MkdirReq{ReqID: id, Parent: parent.ID, Name: name, Mode: mode})
+	})
+	return pathErr("mkdir", p, err)
+}
+
+// ReadDir lists a directory, every page.
+func (fs *FS) ReadDir(ctx context.Context, p string) ([]metaapi.DirEntry, error) {
+	dir, err := fs.resolve(ctx, p)
+	if err != nil {
+		return nil, pathErr("readdir", p, err)
+	}
+	var out []metaapi.DirEntry
+	after := ""
+	for {
+		page, err := callMeta(fs, func(m metaapi.Client) (*metaapi.ReadDirResp, error) {
+			return m.ReadDir(ctx, &metaapi.ReadDirReq{Dir: dir.ID, After: after, Limit: 1024})
+		})
+		if err != nil {
+			return nil, pathErr("readdir", p, err)
+		}
+		out = append(out, page.Entries...)
+		if !page.More || len(page.Entries) == 0 {
+			return out, nil
+		}
+		after = page.Entries[len(page.Entries)-1].Name
+	}
+}
+
+// Rename moves from to to (replacing a file at to).
+func (fs *FS) Rename(ctx context.Context, from, to string) error {
+	fd, fn := path.Split(path.Clean(from))
+	td, tn := path.Split(path.Clean(to))
+	src, err := fs.resolve(ctx, fd)
+	if err != nil {
+		return pathErr("rename", from, err)
+	}
+	dst, err := fs.resolve(ctx, td)
+	if err != nil {
+		return pathErr("rename", to, err)
+	}
+	id := newReqID()
+	_, err = callMeta(fs, func(m metaapi.Client) (struct{}, error) {
+		return struct{}{}, m.Rename(ctx, &metaapi.RenameReq{ReqID: id, SrcParent: src.ID, SrcName: fn, DstParent: dst.ID, DstName: tn})
+	})
+	return pathErr("rename", from, err)
+}
+
+// Remove removes a file or an empty directory.
+func (fs *FS) Remove(ctx context.Context, p string) error {
+	dir, name := path.Split(path.Clean(p))
+	parent, err := fs.resolve(ctx, dir)
+	if err != nil {
+		return pathErr("remove", p, err)
+	}
+	in, err := fs.resolve(ctx, p)
+	if err != nil {
+		return pathErr("remove", p, err)
+	}
+	id := newReqID()
+	_, err = callMeta(fs, func(m metaapi.Client) (struct{}, error) {
+		req := &metaapi.RemoveReq{ReqID: id, Parent: parent.ID, Name: name}
+		if in.Type == metaapi.TypeDir {
+			return struct{}{}, m.Rmdir(ctx, req)
+		}
+		return struct{}{}, m.Unlink(ctx, req)
+	})
+	return pathErr("remove", p, err)
+}
+
+// File is an open file. ReadAt and WriteAt may be called concurrently.
+type File struct {
+	fs      *FS
+	path    string
+	inode   metaapi.Inode
+	session []byte // non-nil for a write open
+	chains  []routing.ChainID
+	mu      sync.Mutex
+	end     uint64 // the largest offset written through this handle
+}
+
+// Create creates (or truncates) a file and opens it for writing.
+func (fs *FS) Create(ctx context.Context, p string, mode uint32) (*File, error) {
+	dir, name := path.Split(path.Clean(p))
+	parent, err := fs.resolve(ctx, dir)
+	if err != nil {
+		return nil, pathErr("create", p, err)
+	}
+	id := newReqID()
+	r, err := callMeta(fs, func(m metaapi.Client) (*metaapi.CreateResp, error) {
+		return m.Create(ctx, &metaapi.CreateReq{ReqID: id, Parent: parent.ID, Name: name, Mode: mode, Truncate: true, Write: true, Client: fs.clientID})
+	})
+	if err != nil {
+		return nil, pathErr("create", p, err)
+	}
+	return fs.file(p, r.Inode, r.Session)
+}
+
+// Open opens a file for reading.
+func (fs *FS) Open(ctx context.Context, p string) (*File, error) {
+	in, err := fs.resolve(ctx, p)
+	if err != nil {
+		return nil, pathErr("open", p, err)
+	}
+	if in.Type == metaapi.TypeDir {
+		return nil, pathErr("open", p, syscall.EISDIR)
+	}
+	return fs.file(p, in, nil)
+}
+
+func (fs *FS) file(p string, in metaapi.Inode, session []byte) (*File, error) {
+	f := &File{fs: fs, path: p, inode: in, session: session}
+	l := in.Layout
+	chains, ok := fs.routing.Current().Table(l.TableID, l.TableVersion)
+	if !ok {
+		return nil, pathErr("open", p, fmt.Errorf("chain table %d version %d is not in routing", l.TableID, l.TableVersion))
+	}
+	t := layout.ChainTable{ID: l.TableID, Version: l.TableVersion, Chains: chains}
+	var err error
+	if f.chains, err = l.Chains(t); err != nil {
+		return nil, pathErr("open", p, err)
+	}
+	return f, nil
+}
+
+// Inode is the file's inode as of open.
+func (f *File) Inode() metaapi.Inode { return f.inode }
+
+// Size is the file's length as this handle knows it.
+func (f *File) Size() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return max(f.inode.Length, f.end)
+}
+
+// forPieces runs fn on every per-chunk piece of [off, off+n), a bounded
+// number at a time, and returns the first error.
+func (f *File) forPieces(ctx context.Context, off, n uint64, fn func(context.Context, layout.Piece, routing.ChainID) error) error {
+	pieces, err := f.inode.Layout.Split(off, n)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, f.fs.parallel)
+	errs := make(chan error, len(pieces))
+	for _, pc := range pieces {
+		sem <- struct{}{}
+		go func(pc layout.Piece) {
+			defer func() { <-sem }()
+			err := fn(ctx, pc, f.chains[pc.ChunkIndex%uint64(len(f.chains))])
+			if err != nil {
+				cancel()
+			}
+			errs <- err
+		}(pc)
+	}
+	var first error
+	for range pieces {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// WriteAtContext writes p at off.
+func (f *File) WriteAtContext(ctx context.Context, p []byte, off int64) (int, error) {
+	if f.session == nil {
+		return 0, pathErr("write", f.path, syscall.EBADF)
+	}
+	if off < 0 {
+		return 0, pathErr("write", f.path, syscall.EINVAL)
+	}
+	l := f.inode.Layout
+	err := f.forPieces(ctx, uint64(off), uint64(len(p)), func(ctx context.Context, pc layout.Piece, chain routing.ChainID) error {
+		data := p[pc.OffsetInBuffer : pc.OffsetInBuffer+uint64(pc.Length)]
+		_, err := f.fs.chunks.Write(ctx, chain, l.ChunkID(f.inode.ID, uint64(off)+pc.OffsetInBuffer), pc.OffsetInChunk, data, l.ChunkSize)
+		return err
+	})
+	if err != nil {
+		return 0, pathErr("write", f.path, err)
+	}
+	f.mu.Lock()
+	f.end = max(f.end, uint64(off)+uint64(len(p)))
+	f.mu.Unlock()
+	return len(p), nil
+}
+
+// WriteAt implements io.WriterAt.
+func (f *File) WriteAt(p []byte, off int64) (int, error) {
+	return f.WriteAtContext(context.Background(), p, off)
+}
+
+// ReadAtContext reads into p at off, up to the file's length; holes read as
+// zeros.
+func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, pathErr("read", f.path, syscall.EINVAL)
+	}
+	size := f.Size()
+	if uint64(off) >= size {
+		return 0, io.EOF
+	}
+	n := min(uint64(len(p)), size-uint64(off))
+	l := f.inode.Layout
+	err := f.forPieces(ctx, uint64(off), n, func(ctx context.Context, pc layout.Piece, chain routing.ChainID) error {
+		dst := p[pc.OffsetInBuffer : pc.OffsetInBuffer+uint64(pc.Length)]
+		data, err := f.fs.chunks.Read(ctx, ReadIO{Chain: chain, Chunk: l.ChunkID(f.inode.ID, uint64(off)+pc.OffsetInBuffer), Offset: pc.OffsetInChunk, Length: pc.Length}, false)
+		if errors.Is(err, ErrChunkNotFound) {
+			err, data = nil, nil
+		}
+		if err != nil {
+			return err
+		}
+		c := copy(dst, data)
+		clear(dst[c:]) // past the chunk's end, inside the file: a hole
+		return nil
+	})
+	if err != nil {
+		return 0, pathErr("read", f.path, err)
+	}
+	if n < uint64(len(p)) {
+		return int(n), io.EOF
+	}
+	return int(n), nil
+}
+
+// ReadAt implements io.ReaderAt.
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	return f.ReadAtContext(context.Background(), p, off)
+}
+
+// CloseContext ends a write open, reporting the length written.
+func (f *File) CloseContext(ctx context.Context) error {
+	if f.session == nil {
+		return nil
+	}
+	f.mu.Lock()
+	end := f.end
+	f.mu.Unlock()
+	r, err := callMeta(f.fs, func(m metaapi.Client) (*metaapi.InodeResp, error) {
+		return m.Close(ctx, &metaapi.CloseReq{Session: f.session, TruncateVer: f.inode.TruncateVer, Length: end})
+	})
+	if err != nil {
+		return pathErr("close", f.path, err)
+	}
+	f.inode, f.session = r.Inode, nil
+	return nil
+}
+
+// Close implements io.Closer.
+func (f *File) Close() error { return f.CloseContext(context.Background()) }
+
+var (
+	_ io.ReaderAt = (*File)(nil)
+	_ io.WriterAt = (*File)(nil)
+)
