@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -33,6 +34,40 @@ func freeLoopback(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// fileRoundTrip writes the file on the first start and reads it on every one.
+func fileRoundTrip(t *testing.T, mgmtdAddr, metadAddr string, write bool, want []byte) {
+	t.Helper()
+	ctx := context.Background()
+	rc := rpc.NewClient(rpc.Options{})
+	defer rc.Close()
+	src, err := client.NewMgmtdSource(ctx, []string{mgmtdAddr}, rc, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	fs := client.NewFS(src, rc, []string{metadAddr}, client.NewChunkIO(src, rc, 20*time.Second))
+	if write {
+		f, err := fs.Create(ctx, "/ckpt", 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt(want, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := fs.Open(ctx, "/ckpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(want))
+	if n, err := f.ReadAt(got, 0); n != len(want) || (err != nil && err != io.EOF) || !bytes.Equal(got, want) {
+		t.Fatalf("read %d of %d bytes back (%v)", n, len(want), err)
+	}
 }
 
 // waitServing waits until mgmtd at addr publishes n chains, all serving.
@@ -125,16 +160,18 @@ func TestEnvironmentSetsFlags(t *testing.T) {
 func TestServerRestartsOnItsData(t *testing.T) {
 	dir := t.TempDir()
 	var ids []string
+	want := bytes.Repeat([]byte("checkpoint "), 300_000) // 3.3 MB: several chunks
 	for i := 0; i < 2; i++ {
 		ctx, cancel := context.WithCancel(context.Background())
 		var out bytes.Buffer
 		done := make(chan error, 1)
-		addr := freeLoopback(t)
+		addr, maddr := freeLoopback(t), freeLoopback(t)
 		go func() {
 			done <- runServer(ctx, serverOptions{dataDir: dir, kvc: kvopen.Config{Engine: "pebble"}, mgmtdAddr: addr,
-				disks: 2, replicas: 2, chains: 3, noSync: true}, &syncWriter{w: &out})
+				metadAddr: maddr, disks: 2, replicas: 2, chains: 3, noSync: true}, &syncWriter{w: &out})
 		}()
 		info := waitServing(t, addr, 3)
+		fileRoundTrip(t, addr, maddr, i == 0, want)
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/flyfs/flyfs/core/kv/kvopen"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/flyfs/flyfs/metad"
 	"github.com/flyfs/flyfs/mgmtd"
 	"github.com/flyfs/flyfs/storaged"
 	"github.com/google/uuid"
@@ -29,6 +30,7 @@ type serverOptions struct {
 	dataDir   string
 	kvc       kvopen.Config
 	mgmtdAddr string
+	metadAddr string
 	disks     int
 	replicas  int
 	chains    int
@@ -46,8 +48,8 @@ state under --data: a cluster manager, one storage service per data disk
 (--disks, under --data/disk<N>), and chains of --replicas targets over them, created
 on the first start. Restarting on the same --data brings everything back.
 
-The metadata service, the FUSE mount, the S3 gateway and the console join this
-process as their issues land.`,
+It also runs the metadata service on the same store. The FUSE mount, the S3 gateway
+and the console join this process as their issues land.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := bindEnv(cmd); err != nil {
@@ -62,6 +64,7 @@ process as their issues land.`,
 	f.StringVar(&o.dataDir, "data", "flyfs-data", "directory for all of the server's state")
 	addKVFlags(f, &o.kvc)
 	f.StringVar(&o.mgmtdAddr, "mgmtd-addr", "127.0.0.1:9000", "address of the cluster manager")
+	f.StringVar(&o.metadAddr, "metad-addr", "127.0.0.1:9200", "address of the metadata service")
 	f.IntVar(&o.disks, "disks", 1, "storage services, one disk directory each")
 	f.IntVar(&o.replicas, "replicas", 1, "replicas per chain (at most --disks)")
 	f.IntVar(&o.chains, "chains", 8, "chains created on the first start")
@@ -138,13 +141,32 @@ func runServer(ctx context.Context, o serverOptions, out interface{ Write([]byte
 		go s.Serve(l)
 		storageAddrs = append(storageAddrs, l.Addr().String())
 	}
+	// The metadata service, on the same store, laying files out over the
+	// chains mgmtd publishes.
+	msrc, err := client.NewMgmtdSource(ctx, mgmtdAddrs, rc, time.Second)
+	if err != nil {
+		return err
+	}
+	defer msrc.Close()
+	md, err := metad.New(metad.Config{KV: db, Routing: msrc, RPC: ropts, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer md.Close()
+	mdl, err := net.Listen("tcp", o.metadAddr)
+	if err != nil {
+		return fmt.Errorf("metad: %w", err)
+	}
+	go md.Serve(mdl)
+
 	fmt.Fprintf(out, "flyfs server up: cluster %s (new: %v), data %s, kv %s\n", id, fresh, o.dataDir, o.kvc.Engine)
 	fmt.Fprintf(out, "  mgmtd     %s\n", mgmtdAddrs[0])
+	fmt.Fprintf(out, "  metad     %s\n", mdl.Addr())
 	for i, a := range storageAddrs {
 		fmt.Fprintf(out, "  storaged  %s (node %d, %s)\n", a, i+1, filepath.Join(o.dataDir, fmt.Sprintf("disk%d", i)))
 	}
 	fmt.Fprintf(out, "  try: flyfs admin --mgmtd %s chains\n", mgmtdAddrs[0])
-	fmt.Fprintln(out, "  not built yet: metadata service, FUSE mount, S3 gateway, console (they join as their issues land)")
+	fmt.Fprintln(out, "  not built yet: FUSE mount, S3 gateway, console (they join as their issues land)")
 	<-ctx.Done()
 	log.Info("shutting down")
 	return nil
