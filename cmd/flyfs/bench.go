@@ -5,6 +5,7 @@ import (
 
 	"github.com/flyfs/flyfs/core/kv/kvbench"
 	"github.com/flyfs/flyfs/core/rpc/rpcbench"
+	"github.com/flyfs/flyfs/e2e/metabench"
 	"github.com/flyfs/flyfs/e2e/recoverybench"
 	"github.com/flyfs/flyfs/storaged/storagebench"
 	"github.com/spf13/cobra"
@@ -15,7 +16,7 @@ func benchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure flyfs parts against their baselines, side by side in one run",
 	}
-	cmd.AddCommand(benchKVCmd(), benchRPCCmd(), benchStorageCmd(), benchRecoveryCmd())
+	cmd.AddCommand(benchKVCmd(), benchRPCCmd(), benchStorageCmd(), benchRecoveryCmd(), benchMetaCmd())
 	return cmd
 }
 
@@ -113,5 +114,35 @@ keeps meanwhile. Targets: rebuild >= 0.5x write rate; reads >= 0.5x of before.`,
 	cmd.Flags().StringVar(&cfg.Dir, "dir", "", "scratch directory on the disk to measure (default: a temporary one)")
 	cmd.Flags().BoolVar(&cfg.NoSync, "no-sync", false, "skip fsyncs")
 	cmd.Flags().Int64Var(&cfg.ResyncRate, "resync-rate", 1<<30, "recovery throttle in bytes per second")
+	return cmd
+}
+
+func benchMetaCmd() *cobra.Command {
+	var cfg metabench.Config
+	cmd := &cobra.Command{
+		Use:   "meta",
+		Short: "Namespace operations and file I/O through the client, next to the local file system",
+		Long: `Runs mgmtd, three storaged and a metad (pebble) on loopback and measures through
+core/client with --callers concurrent callers: create+close in one directory and over
+100, stat, rename, readdir of a --dir-entries directory, each next to the same work on
+this machine's local file system; then a sequential write and read of --file-bytes with
+1 replica and with 3, next to one chunk engine. Targets: stat >= 0.2x local,
+create >= 0.1x local.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			_, err := metabench.Run(cmd.Context(), cfg, cmd.OutOrStdout())
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Dir, "dir", "", "scratch directory on the disk to measure (default: a temporary one)")
+	f.IntVar(&cfg.Callers, "callers", 16, "concurrent callers")
+	f.IntVar(&cfg.Files, "files", 4000, "files per create/stat/rename measurement")
+	f.IntVar(&cfg.DirEntries, "dir-entries", 100_000, "entries of the directory listed")
+	f.Int64Var(&cfg.FileBytes, "file-bytes", 1<<30, "size of the sequential file")
+	f.BoolVar(&cfg.NoSync, "no-sync", false, "skip fsyncs")
 	return cmd
 }

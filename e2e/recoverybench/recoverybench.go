@@ -41,30 +41,6 @@ type Report struct {
 
 const chunkSize = 1 << 20
 
-type benchTB struct {
-	dir      string
-	cleanups []func()
-	n        int
-}
-
-type fatal struct{ msg string }
-
-func (b *benchTB) Helper() {}
-func (b *benchTB) TempDir() string {
-	b.n++
-	d := fmt.Sprintf("%s/t%d", b.dir, b.n)
-	os.MkdirAll(d, 0o755)
-	return d
-}
-func (b *benchTB) Cleanup(f func())             { b.cleanups = append(b.cleanups, f) }
-func (b *benchTB) Fatal(args ...any)            { panic(fatal{fmt.Sprint(args...)}) }
-func (b *benchTB) Fatalf(f string, args ...any) { panic(fatal{fmt.Sprintf(f, args...)}) }
-func (b *benchTB) cleanup() {
-	for i := len(b.cleanups) - 1; i >= 0; i-- {
-		b.cleanups[i]()
-	}
-}
-
 // Run measures and prints.
 func Run(ctx context.Context, cfg Config, w io.Writer) (rep Report, err error) {
 	if cfg.Bytes <= 0 {
@@ -83,17 +59,9 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (rep Report, err error) {
 		}
 		defer os.RemoveAll(dir)
 	}
-	tb := &benchTB{dir: dir}
-	defer tb.cleanup()
-	defer func() {
-		if r := recover(); r != nil {
-			f, ok := r.(fatal)
-			if !ok {
-				panic(r)
-			}
-			err = fmt.Errorf("recoverybench: %s", f.msg)
-		}
-	}()
+	tb := harness.NewBenchTB(dir)
+	defer tb.Close()
+	defer harness.Guard(&err)
 	const T = 2 * time.Second
 	c := harness.StartCluster(tb, harness.ClusterConfig{Nodes: 3, Chains: 1, T: T, NoSync: cfg.NoSync, ResyncBytesPerSec: cfg.ResyncRate})
 	cl := c.Client(60 * time.Second)
