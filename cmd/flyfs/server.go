@@ -115,6 +115,24 @@ func runServer(ctx context.Context, o serverOptions, out interface{ Write([]byte
 		return err
 	}
 
+	// The metadata service, on the same store, laying files out over the
+	// chains mgmtd publishes.
+	msrc, err := client.NewMgmtdSource(ctx, mgmtdAddrs, rc, time.Second)
+	if err != nil {
+		return err
+	}
+	defer msrc.Close()
+	md, err := metad.New(metad.Config{KV: db, Routing: msrc, RPC: ropts, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer md.Close()
+	mdl, err := net.Listen("tcp", o.metadAddr)
+	if err != nil {
+		return fmt.Errorf("metad: %w", err)
+	}
+	go md.Serve(mdl)
+
 	// One storage service per disk.
 	var storageAddrs []string
 	for i := 0; i < o.disks; i++ {
@@ -141,23 +159,6 @@ func runServer(ctx context.Context, o serverOptions, out interface{ Write([]byte
 		go s.Serve(l)
 		storageAddrs = append(storageAddrs, l.Addr().String())
 	}
-	// The metadata service, on the same store, laying files out over the
-	// chains mgmtd publishes.
-	msrc, err := client.NewMgmtdSource(ctx, mgmtdAddrs, rc, time.Second)
-	if err != nil {
-		return err
-	}
-	defer msrc.Close()
-	md, err := metad.New(metad.Config{KV: db, Routing: msrc, RPC: ropts, Logger: log})
-	if err != nil {
-		return err
-	}
-	defer md.Close()
-	mdl, err := net.Listen("tcp", o.metadAddr)
-	if err != nil {
-		return fmt.Errorf("metad: %w", err)
-	}
-	go md.Serve(mdl)
 
 	fmt.Fprintf(out, "flyfs server up: cluster %s (new: %v), data %s, kv %s\n", id, fresh, o.dataDir, o.kvc.Engine)
 	fmt.Fprintf(out, "  mgmtd     %s\n", mgmtdAddrs[0])
