@@ -100,5 +100,25 @@ func TestFileWriteReadThroughTheCluster(t *testing.T) {
 	if _, err := fs.Open(ctx, "/ckpt/model.bin"); !errors.Is(err, syscall.ENOENT) {
 		t.Fatalf("open of the old name: %v", err)
 	}
-	var _ = harness.Describe
+
+	// The inode cache: this client sees its own changes at once; another
+	// client sees them within its TTL; Open always asks metad.
+	other := client.NewFS(src, rc, []string{l.Addr().String()}, client.NewChunkIO(src, rc, 10*time.Second))
+	other.SetInodeTTL(200 * time.Millisecond)
+	if _, err := other.Stat(ctx, "/ckpt/sparse"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Remove(ctx, "/ckpt/sparse"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Stat(ctx, "/ckpt/sparse"); !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("own removal not seen at once: %v", err)
+	}
+	if _, err := other.Open(ctx, "/ckpt/sparse"); !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("open by another client after a removal: %v", err)
+	}
+	time.Sleep(250 * time.Millisecond)
+	if _, err := other.Stat(ctx, "/ckpt/sparse"); !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("another client still sees a removed file after its TTL: %v", err)
+	}
 }

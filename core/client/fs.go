@@ -9,6 +9,7 @@ import (
 	"path"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/flyfs/flyfs/core/api/metaapi"
 	"github.com/flyfs/flyfs/core/layout"
@@ -26,11 +27,19 @@ type FS struct {
 	routing  routing.Source
 	clientID uint64
 	parallel int // chunk pieces in flight per call
+	cache    *inodeCache
 }
+
+// DefaultInodeTTL is how long a path lookup is trusted: changes made by other
+// clients show up within it.
+const DefaultInodeTTL = time.Second
+
+// SetInodeTTL sets how long path lookups are cached (0 turns the cache off).
+func (fs *FS) SetInodeTTL(d time.Duration) { fs.cache = newInodeCache(d, 1<<20) }
 
 // NewFS returns an FS over the metad addresses, routing and an rpc client.
 func NewFS(src routing.Source, rc *rpc.Client, metadAddrs []string, chunks *ChunkIO) *FS {
-	fs := &FS{chunks: chunks, routing: src, clientID: chunks.clientID, parallel: 8}
+	fs := &FS{chunks: chunks, routing: src, clientID: chunks.clientID, parallel: 8, cache: newInodeCache(DefaultInodeTTL, 1<<20)}
 	for _, a := range metadAddrs {
 		fs.meta = append(fs.meta, metaapi.Client{RPC: rc, Addr: a})
 	}
@@ -81,13 +90,25 @@ func newReqID() metaapi.RequestID {
 	return r
 }
 
+// resolve looks a path up, through the inode cache.
 func (fs *FS) resolve(ctx context.Context, p string) (metaapi.Inode, error) {
+	p = path.Clean("/" + p)
+	if in, ok := fs.cache.get(p); ok {
+		return in, nil
+	}
+	return fs.resolveFresh(ctx, p)
+}
+
+// resolveFresh asks metad, and caches the answer.
+func (fs *FS) resolveFresh(ctx context.Context, p string) (metaapi.Inode, error) {
+	p = path.Clean("/" + p)
 	r, err := callMeta(fs, func(m metaapi.Client) (*metaapi.InodeResp, error) {
 		return m.Resolve(ctx, &metaapi.ResolveReq{Path: p, FollowLast: true})
 	})
 	if err != nil {
 		return metaapi.Inode{}, err
 	}
+	fs.cache.put(p, r.Inode)
 	return r.Inode, nil
 }
 
@@ -105,9 +126,13 @@ func (fs *FS) Mkdir(ctx context.Context, p string, mode uint32) error {
 		return pathErr("mkdir", p, err)
 	}
 	id := newReqID()
-	_, err = callMeta(fs, func(m metaapi.Client) (*metaapi.InodeResp, error) {
+	r, err := callMeta(fs, func(m metaapi.Client) (*metaapi.InodeResp, error) {
 		return m.Mkdir(ctx, &metaapi.MkdirReq{ReqID: id, Parent: parent.ID, Name: name, Mode: mode})
 	})
+	fs.cache.forget(path.Clean("/" + p))
+	if err == nil {
+		fs.cache.put(path.Clean("/"+p), r.Inode) // as a kernel fills its dentry cache
+	}
 	return pathErr("mkdir", p, err)
 }
 
@@ -150,6 +175,8 @@ func (fs *FS) Rename(ctx context.Context, from, to string) error {
 	_, err = callMeta(fs, func(m metaapi.Client) (struct{}, error) {
 		return struct{}{}, m.Rename(ctx, &metaapi.RenameReq{ReqID: id, SrcParent: src.ID, SrcName: fn, DstParent: dst.ID, DstName: tn})
 	})
+	fs.cache.forget(path.Clean("/" + from))
+	fs.cache.forget(path.Clean("/" + to))
 	return pathErr("rename", from, err)
 }
 
@@ -172,6 +199,7 @@ func (fs *FS) Remove(ctx context.Context, p string) error {
 		}
 		return struct{}{}, m.Unlink(ctx, req)
 	})
+	fs.cache.forget(path.Clean("/" + p))
 	return pathErr("remove", p, err)
 }
 
@@ -197,15 +225,18 @@ func (fs *FS) Create(ctx context.Context, p string, mode uint32) (*File, error) 
 	r, err := callMeta(fs, func(m metaapi.Client) (*metaapi.CreateResp, error) {
 		return m.Create(ctx, &metaapi.CreateReq{ReqID: id, Parent: parent.ID, Name: name, Mode: mode, Truncate: true, Write: true, Client: fs.clientID})
 	})
+	fs.cache.forget(path.Clean("/" + p))
 	if err != nil {
 		return nil, pathErr("create", p, err)
 	}
+	fs.cache.put(path.Clean("/"+p), r.Inode)
 	return fs.file(p, r.Inode, r.Session)
 }
 
-// Open opens a file for reading.
+// Open opens a file for reading. It always asks metad (close-to-open: a file
+// opened after another client closed it sees all of its data and length).
 func (fs *FS) Open(ctx context.Context, p string) (*File, error) {
-	in, err := fs.resolve(ctx, p)
+	in, err := fs.resolveFresh(ctx, p)
 	if err != nil {
 		return nil, pathErr("open", p, err)
 	}
@@ -353,6 +384,7 @@ func (f *File) CloseContext(ctx context.Context) error {
 		return pathErr("close", f.path, err)
 	}
 	f.inode, f.session = r.Inode, nil
+	f.fs.cache.put(path.Clean("/"+f.path), r.Inode) // with its settled length
 	return nil
 }
 

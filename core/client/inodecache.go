@@ -1,0 +1,68 @@
+package client
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flyfs/flyfs/core/api/metaapi"
+)
+
+// inodeCache remembers path lookups for a short time (the attribute cache of
+// a network file system): what another client changes shows up within the
+// TTL; what this client changes is dropped at once. Bounded: when full it is
+// emptied, which costs only lookups.
+type inodeCache struct {
+	mu      sync.Mutex
+	ttl     time.Duration
+	max     int
+	entries map[string]cachedInode
+}
+
+type cachedInode struct {
+	inode   metaapi.Inode
+	expires time.Time
+}
+
+func newInodeCache(ttl time.Duration, max int) *inodeCache {
+	return &inodeCache{ttl: ttl, max: max, entries: map[string]cachedInode{}}
+}
+
+func (c *inodeCache) get(p string) (metaapi.Inode, bool) {
+	if c.ttl <= 0 {
+		return metaapi.Inode{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[p]
+	if !ok || time.Now().After(e.expires) {
+		return metaapi.Inode{}, false
+	}
+	return e.inode, true
+}
+
+func (c *inodeCache) put(p string, in metaapi.Inode) {
+	if c.ttl <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= c.max {
+		clear(c.entries)
+	}
+	c.entries[p] = cachedInode{inode: in, expires: time.Now().Add(c.ttl)}
+}
+
+// forget drops p and everything below it (a moved or removed directory takes
+// its subtree along).
+func (c *inodeCache) forget(p string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, p)
+	prefix := strings.TrimSuffix(p, "/") + "/"
+	for k := range c.entries {
+		if strings.HasPrefix(k, prefix) {
+			delete(c.entries, k)
+		}
+	}
+}
