@@ -17,6 +17,7 @@ import (
 	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/flyfs/flyfs/e2e/harness"
 )
 
 type proc struct {
@@ -49,13 +50,13 @@ func (p *proc) kill() {
 	}
 }
 
+// freeAddr reserves an address for a process that may be restarted on it.
 func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := harness.ReservePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 func waitListening(t *testing.T, addr string) {

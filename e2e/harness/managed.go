@@ -66,12 +66,11 @@ type ManagedNode struct {
 }
 
 func reserve(tb TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := ReservePort()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 func listenAgain(addr string) (net.Listener, error) {

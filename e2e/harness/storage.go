@@ -80,12 +80,7 @@ func StartStorage(tb TB, cfg StorageConfig) *StorageCluster {
 	base := tb.TempDir()
 	for i := 0; i < cfg.Nodes; i++ {
 		n := &StorageNode{ID: routing.NodeID(i + 1), Name: fmt.Sprintf("n%d", i+1), Dir: filepath.Join(base, fmt.Sprintf("n%d", i+1))}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		n.Addr = l.Addr().String()
-		l.Close()
+		n.Addr = reserve(tb)
 		c.Net.Own(n.Addr, n.Name)
 		info.Nodes[n.ID] = routing.Node{ID: n.ID, Addr: n.Addr}
 		c.Nodes = append(c.Nodes, n)
