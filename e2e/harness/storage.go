@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -126,18 +125,10 @@ func (c *StorageCluster) Start(i int) error {
 	if err != nil {
 		return err
 	}
-	// The port was ours a moment ago; it may linger briefly after a kill.
-	var l net.Listener
-	for try := 0; ; try++ {
-		l, err = net.Listen("tcp", n.Addr)
-		if err == nil {
-			break
-		}
-		if try > 100 {
-			srv.Close()
-			return fmt.Errorf("listen %s: %w", n.Addr, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	l, err := listenAgain(n.Addr) // the port may linger briefly after a kill
+	if err != nil {
+		srv.Close()
+		return err
 	}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, rpc.ErrServerClosed) {
