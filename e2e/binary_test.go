@@ -8,6 +8,15 @@ import (
 	"testing"
 )
 
+// TestMain removes the binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 var (
 	buildOnce sync.Once
 	binPath   string
