@@ -10,11 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flyfs/flyfs/core/api/storageapi"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/kv/memkv"
+	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/e2e/harness"
 	"github.com/flyfs/flyfs/metad"
+	"github.com/flyfs/flyfs/metad/ns"
 )
 
 // TestFileWriteReadThroughTheCluster writes a multi-chunk file through the
@@ -120,5 +123,69 @@ func TestFileWriteReadThroughTheCluster(t *testing.T) {
 	time.Sleep(250 * time.Millisecond)
 	if _, err := other.Stat(ctx, "/ckpt/sparse"); !errors.Is(err, syscall.ENOENT) {
 		t.Fatalf("another client still sees a removed file after its TTL: %v", err)
+	}
+}
+
+// TestRemovedFilesChunksAreReclaimed: after a file is removed (and its grace
+// period passes), metad's GC deletes its chunks from every chain.
+func TestRemovedFilesChunksAreReclaimed(t *testing.T) {
+	c := harness.StartCluster(t, harness.ClusterConfig{Nodes: 3, Chains: 4, T: time.Second, NoSync: true})
+	ctx := context.Background()
+	rc := c.RPCClient("client")
+	src, err := client.NewMgmtdSource(ctx, c.MgmtdAddrs(), rc, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	m, err := metad.New(metad.Config{KV: memkv.Open(kv.Options{}), Routing: src, Storage: rc, GCInterval: 50 * time.Millisecond,
+		Namespace: ns.Options{GCGrace: -1}, DefaultChunkSize: 1 << 20, DefaultStripe: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go m.Serve(l)
+	defer m.Close()
+	fs := client.NewFS(src, rc, []string{l.Addr().String()}, client.NewChunkIO(src, rc, 10*time.Second))
+	f, err := fs.Create(ctx, "/tmpfile", 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(bytes.Repeat([]byte{7}, 3<<20+100), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	ino := f.Inode().ID
+	chunksOnStorage := func() int {
+		begin, end := layout.InodeChunks(ino)
+		api := storageapi.Client{RPC: rc}
+		n := 0
+		for _, node := range c.Nodes {
+			for chain := uint32(1); chain <= 4; chain++ {
+				resp, err := api.DumpChunkMeta(ctx, node.Addr, &storageapi.ChunkRange{Chain: chain, Begin: begin, End: end})
+				if err == nil {
+					n += len(resp.Metas)
+				}
+			}
+		}
+		return n
+	}
+	if n := chunksOnStorage(); n != 4*3 { // 4 chunks, 3 replicas each
+		t.Fatalf("%d chunk replicas on storage before the removal, want 12", n)
+	}
+	if err := fs.Remove(ctx, "/tmpfile"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for chunksOnStorage() > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := chunksOnStorage(); n != 0 {
+		t.Fatalf("%d chunk replicas of the removed file are still on storage", n)
+	}
+	if q, err := m.Namespace().GCQueueLength(ctx); err != nil || q != 0 {
+		t.Fatalf("gc queue: %d %v", q, err)
 	}
 }

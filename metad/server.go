@@ -8,8 +8,10 @@ import (
 	"net"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/flyfs/flyfs/core/api/metaapi"
+	"github.com/flyfs/flyfs/core/api/storageapi"
 	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
@@ -29,13 +31,22 @@ type Config struct {
 	Routing          routing.Source
 	DefaultChunkSize uint32
 	DefaultStripe    uint32
+	// Storage, with Routing, turns on the GC worker, which deletes removed
+	// files' chunks: GCBatch entries every GCInterval (default 1 s).
+	Storage    *rpc.Client
+	GCInterval time.Duration
+	GCBatch    int
 }
 
 // Server serves the namespace over RPC.
 type Server struct {
-	ns  *ns.Namespace
-	rpc *rpc.Server
-	log *slog.Logger
+	ns      *ns.Namespace
+	rpc     *rpc.Server
+	log     *slog.Logger
+	routing routing.Source
+	storage storageapi.Client
+	stop    context.CancelFunc
+	done    chan struct{}
 }
 
 // New opens the namespace (creating its root on first use) and registers the
@@ -54,7 +65,21 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metad: %w", err)
 	}
-	s := &Server{ns: n, rpc: rpc.NewServer(cfg.RPC), log: cfg.Logger}
+	s := &Server{ns: n, rpc: rpc.NewServer(cfg.RPC), log: cfg.Logger, routing: cfg.Routing, done: make(chan struct{})}
+	ctx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	if cfg.Routing != nil && cfg.Storage != nil {
+		if cfg.GCInterval <= 0 {
+			cfg.GCInterval = time.Second
+		}
+		if cfg.GCBatch <= 0 {
+			cfg.GCBatch = 64
+		}
+		s.storage = storageapi.Client{RPC: cfg.Storage}
+		go func() { defer close(s.done); s.runGC(ctx, cfg.GCInterval, cfg.GCBatch) }()
+	} else {
+		close(s.done)
+	}
 	rpc.Handle(s.rpc, metaapi.MethodStat, s.stat)
 	rpc.Handle(s.rpc, metaapi.MethodLookup, s.lookup)
 	rpc.Handle(s.rpc, metaapi.MethodResolve, s.resolve)
@@ -78,8 +103,12 @@ func (s *Server) Namespace() *ns.Namespace { return s.ns }
 // Serve serves RPCs on l until Close.
 func (s *Server) Serve(l net.Listener) error { return s.rpc.Serve(l) }
 
-// Close stops serving.
-func (s *Server) Close() error { return s.rpc.Close() }
+// Close stops serving and the GC worker.
+func (s *Server) Close() error {
+	s.stop()
+	<-s.done
+	return s.rpc.Close()
+}
 
 // wire maps a namespace error onto the wire: errnos travel as errnos, KV
 // errors that outlived the retry loop as Unavailable (the client may retry:

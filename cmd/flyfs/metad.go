@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,7 +10,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
+	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/kv/kvopen"
 	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/metad"
@@ -22,6 +25,7 @@ func metadCmd() *cobra.Command {
 		dataDir string
 		listen  string
 		token   string
+		mgmtds  []string
 	)
 	cmd := &cobra.Command{
 		Use:   "metad",
@@ -47,7 +51,22 @@ one), and any can be restarted; clients retry on another with the same request i
 			}
 			defer db.Close()
 			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			srv, err := metad.New(metad.Config{KV: db, RPC: rpc.Options{Token: token, Logger: log}, Logger: log})
+			cfg := metad.Config{KV: db, RPC: rpc.Options{Token: token, Logger: log}, Logger: log}
+			if len(mgmtds) > 0 {
+				// Routing brings chain tables (new files' layouts) and turns on
+				// the GC worker that deletes removed files' chunks.
+				rc := rpc.NewClient(rpc.Options{Token: token, Logger: log})
+				defer rc.Close()
+				ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+				src, err := client.NewMgmtdSource(ctx, mgmtds, rc, time.Second)
+				cancel()
+				if err != nil {
+					return fmt.Errorf("reach mgmtd %v: %w", mgmtds, err)
+				}
+				defer src.Close()
+				cfg.Routing, cfg.Storage = src, rc
+			}
+			srv, err := metad.New(cfg)
 			if err != nil {
 				return err
 			}
@@ -70,5 +89,6 @@ one), and any can be restarted; clients retry on another with the same request i
 	f.StringVar(&dataDir, "data", "flyfs-metad", "pebble: directory of the KV store")
 	f.StringVar(&listen, "listen", "127.0.0.1:9200", "address to serve RPCs on")
 	f.StringVar(&token, "token", "", "cluster token every peer must present")
+	f.StringSliceVar(&mgmtds, "mgmtd", nil, "cluster manager addresses: chain tables for new files, and GC of removed files' chunks")
 	return cmd
 }

@@ -122,7 +122,7 @@ func runServer(ctx context.Context, o serverOptions, out interface{ Write([]byte
 		return err
 	}
 	defer msrc.Close()
-	md, err := metad.New(metad.Config{KV: db, Routing: msrc, RPC: ropts, Logger: log})
+	md, err := metad.New(metad.Config{KV: db, Routing: msrc, Storage: rc, RPC: ropts, Logger: log})
 	if err != nil {
 		return err
 	}

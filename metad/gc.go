@@ -1,0 +1,107 @@
+package metad
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/layout"
+	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/flyfs/flyfs/metad/ns"
+)
+
+// runGC reclaims removed files' chunks: every interval it takes up to batch
+// due entries from the namespace's GC queue (several metad may do so at once:
+// the queue hands each entry to one) and removes each file's chunks from every
+// chain of its stripe, through the chains' heads. Bounded per interval, so GC
+// never crowds out foreground work.
+func (s *Server) runGC(ctx context.Context, interval time.Duration, batch int) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		removed, err := s.ns.GCBatch(ctx, batch)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("gc batch", "err", err)
+			}
+			continue
+		}
+		for _, r := range removed {
+			if err := s.reclaim(ctx, r); err != nil && ctx.Err() == nil {
+				// The inode is gone from the queue: these chunks leak until a
+				// storage-side orphan scan (not built yet) finds them.
+				s.log.Error("gc: chunks of a removed file could not be deleted", "inode", r.Ino, "err", err)
+			}
+		}
+	}
+}
+
+// reclaim deletes all chunks of one removed file.
+func (s *Server) reclaim(ctx context.Context, r ns.Removed) error {
+	l := r.Layout
+	if l.TableID == 0 {
+		return nil // the file never got a layout, so never any data
+	}
+	info := s.routing.Current()
+	chainList, ok := info.Table(l.TableID, l.TableVersion)
+	if !ok {
+		return fmt.Errorf("chain table %d version %d is not in routing", l.TableID, l.TableVersion)
+	}
+	chains, err := l.Chains(layout.ChainTable{ID: l.TableID, Version: l.TableVersion, Chains: chainList})
+	if err != nil {
+		return err
+	}
+	begin, end := layout.InodeChunks(r.Ino)
+	for _, c := range chains {
+		if err := s.removeRange(ctx, c, begin, end); err != nil {
+			return fmt.Errorf("chain %d: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// removeRange removes a chunk range of one chain, page by page, retrying
+// through routing changes for a while.
+func (s *Server) removeRange(ctx context.Context, chain routing.ChainID, begin, end layout.ChunkID) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info := s.routing.Current()
+		c, ok := info.Chain(chain)
+		if !ok {
+			return fmt.Errorf("chain %d not in routing", chain)
+		}
+		var err error = rpc.Errorf(rpc.Unavailable, "chain %d has no serving head", chain)
+		if head, ok := c.Head(); ok {
+			addr, _ := info.Addr(head.Node)
+			var resp *storageapi.RemoveChunksResp
+			resp, err = s.storage.RemoveChunks(ctx, addr, &storageapi.ChunkRange{Chain: uint32(chain), ChainVer: c.Version, Begin: begin, End: end, Max: 256})
+			if err == nil {
+				if !resp.More {
+					return nil
+				}
+				continue
+			}
+		}
+		switch rpc.CodeOf(err) {
+		case storageapi.CodeChainVersion, storageapi.CodeNotHead, storageapi.CodeTargetNotServing, rpc.Unavailable, rpc.DeadlineExceeded:
+		default:
+			return err
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.routing.Changed():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
