@@ -82,7 +82,21 @@ func TestCutLinks(t *testing.T) {
 		t.Fatalf("head read of a pending chunk: %v", err)
 	}
 	c.Net.Heal("n1", "n2")
-	// The next write carries the head's leftover pending update to the others.
+	// With no further write, the head re-drives its leftover pending update:
+	// the failed write completes (its outcome was unknown) on every replica.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if got, err := replicaRead(t, c, 2, 1, chunk, 100); err == nil && string(got) == "during" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	checkConverged(t, c)
+	for n := 0; n < 3; n++ {
+		if got, err := replicaRead(t, c, n, 1, chunk, 100); err != nil || string(got) != "during" {
+			t.Fatalf("after the heal, %s serves %q (%v)", c.Nodes[n].Name, got, err)
+		}
+	}
 	if _, err := cl.Write(ctx, 1, chunk, 0, []byte("after!"), chunkSize); err != nil {
 		t.Fatal(err)
 	}

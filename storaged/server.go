@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/storageapi"
@@ -68,6 +69,9 @@ type Server struct {
 	targets map[routing.ChainID]*target
 
 	life      lifecycle // managed mode: heartbeats, fencing, recovery
+	redriving sync.Map  // engine.Key -> struct{}: pending chunks being re-driven
+	stopBg    context.CancelFunc
+	closed    atomic.Bool
 	closeOnce sync.Once
 }
 
@@ -138,6 +142,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Mgmtd != nil {
 		s.startLifecycle()
 	}
+	bg, stop := context.WithCancel(context.Background())
+	s.stopBg = stop
+	go s.watchHeads(bg)
 	return s, nil
 }
 
@@ -148,6 +155,8 @@ func (s *Server) Serve(l net.Listener) error { return s.rpc.Serve(l) }
 func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.stopBg()
 		s.stopLifecycle()
 		s.rpc.Close()
 		s.peers.RPC.Close()
@@ -163,6 +172,8 @@ func (s *Server) closeEngines() error {
 	}
 	return errors.Join(errs...)
 }
+
+func (s *Server) isClosed() bool { return s.closed.Load() }
 
 // Engines exposes the disks' engines, for tests and stats.
 func (s *Server) Engines() []*engine.Engine { return s.engines }

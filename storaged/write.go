@@ -114,9 +114,18 @@ func local(eng *engine.Engine, k engine.Key) (craq.Local, engine.Meta, error) {
 
 // updateLocked runs the update under the chunk's lock.
 func (s *Server) updateLocked(ctx context.Context, t *target, req *storageapi.WriteReq, data []byte) (*storageapi.WriteResp, error) {
-	k := t.key(req.Key.Chunk)
-	unlock := s.locks.lock(k)
+	unlock := s.locks.lock(t.key(req.Key.Chunk))
 	defer unlock()
+	resp, err := s.updateHeld(ctx, t, req, data)
+	if err != nil && !req.Forwarded && !req.Resync {
+		s.redriveLater(t, req.Key.Chunk) // a failed update may leave it pending here
+	}
+	return resp, err
+}
+
+// updateHeld runs the update; the caller holds the chunk's lock.
+func (s *Server) updateHeld(ctx context.Context, t *target, req *storageapi.WriteReq, data []byte) (*storageapi.WriteResp, error) {
+	k := t.key(req.Key.Chunk)
 	// Routing may have moved while we waited for the lock.
 	_, _, chain, err := s.route(req.Key.Chain, req.Key.ChainVer)
 	if err != nil {
