@@ -161,13 +161,9 @@ func (n *Namespace) Mkdir(ctx context.Context, req MkdirRequest) (Inode, error) 
 	var id uint64
 	var res *Inode
 	err := n.update(ctx, func(o *op) error {
-		d, found, err := o.dentry(req.Parent, req.Name)
-		if err != nil {
-			return err
-		}
-		if found {
-			if d.ReqID != req.ReqID {
-				return fail(ErrExist, "mkdir %q in %d", req.Name, req.Parent)
+		if d, err := o.retried(req.Parent, req.Name, req.ReqID, "mkdir"); err != nil || d != nil {
+			if err != nil {
+				return err
 			}
 			return o.own(d, TypeDir, &res)
 		}
@@ -328,13 +324,9 @@ func (n *Namespace) Symlink(ctx context.Context, req SymlinkRequest) (Inode, err
 	var id uint64
 	var res *Inode
 	err := n.update(ctx, func(o *op) error {
-		d, found, err := o.dentry(req.Parent, req.Name)
-		if err != nil {
-			return err
-		}
-		if found {
-			if d.ReqID != req.ReqID {
-				return fail(ErrExist, "symlink %q in %d", req.Name, req.Parent)
+		if d, err := o.retried(req.Parent, req.Name, req.ReqID, "symlink"); err != nil || d != nil {
+			if err != nil {
+				return err
 			}
 			return o.own(d, TypeSymlink, &res)
 		}
@@ -375,13 +367,9 @@ func (n *Namespace) Link(ctx context.Context, req LinkRequest) (Inode, error) {
 	req.ReqID = req.ReqID.orNew()
 	var res *Inode
 	err := n.update(ctx, func(o *op) error {
-		d, found, err := o.dentry(req.NewParent, req.NewName)
-		if err != nil {
-			return err
-		}
-		if found {
-			if d.ReqID != req.ReqID {
-				return fail(ErrExist, "link %q in %d", req.NewName, req.NewParent)
+		if d, err := o.retried(req.NewParent, req.NewName, req.ReqID, "link"); err != nil || d != nil {
+			if err != nil {
+				return err
 			}
 			if d.Ino != req.Ino {
 				return fail(ErrInvalid, "request %s linked another inode", req.ReqID)
@@ -420,6 +408,22 @@ func (n *Namespace) Link(ctx context.Context, req LinkRequest) (Inode, error) {
 // own returns the inode of a dentry that this request created in an earlier
 // attempt, checking it is of the kind the request creates (a request id reused
 // for another operation is refused, not answered).
+// retried looks name up in parent for an operation that creates it: absent
+// gives (nil, nil); made by this very request (a retry after an unknown
+// commit) gives its dentry, to answer with; made by anyone else is EEXIST.
+func (o *op) retried(parent uint64, name string, req RequestID, what string) (*Dentry, error) {
+	d, found, err := o.dentry(parent, name)
+	switch {
+	case err != nil:
+		return nil, err
+	case !found:
+		return nil, nil
+	case d.ReqID != req:
+		return nil, fail(ErrExist, "%s %q in %d", what, name, parent)
+	}
+	return d, nil
+}
+
 func (o *op) own(d *Dentry, want InodeType, res **Inode) error {
 	in, err := o.inode(d.Ino)
 	if err != nil {
