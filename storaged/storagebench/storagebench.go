@@ -14,11 +14,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
+	"github.com/flyfs/flyfs/core/benchutil"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
@@ -179,33 +179,14 @@ func mbps(n int64, size int, el time.Duration) float64 {
 	return float64(n) * float64(size) / 1e6 / el.Seconds()
 }
 
-// drive runs op from cfg.Concurrency goroutines for cfg.Duration.
+// drive runs op from cfg.Concurrency goroutines for cfg.Duration, each with
+// its own random source.
 func drive(ctx context.Context, cfg Config, op func(*rand.Rand) error) (int64, time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
-	defer cancel()
-	var n atomic.Int64
-	var first error
-	var once sync.Once
-	var wg sync.WaitGroup
-	start := time.Now()
-	for g := 0; g < cfg.Concurrency; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(uint64(g), 99))
-			for ctx.Err() == nil {
-				if err := op(r); err != nil {
-					if ctx.Err() == nil {
-						once.Do(func() { first = err })
-					}
-					return
-				}
-				n.Add(1)
-			}
-		}(g)
+	rngs := make([]*rand.Rand, cfg.Concurrency)
+	for g := range rngs {
+		rngs[g] = rand.New(rand.NewPCG(uint64(g), 99))
 	}
-	wg.Wait()
-	return n.Load(), time.Since(start), first
+	return benchutil.Drive(ctx, cfg.Duration, cfg.Concurrency, func(ctx context.Context, g int, _ int64) error { return op(rngs[g]) })
 }
 
 // startChain runs three storaged, each holding a replica of chain 1.

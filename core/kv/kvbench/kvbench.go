@@ -9,12 +9,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/flyfs/flyfs/core/benchutil"
 	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/kv/pebblekv"
 )
@@ -103,32 +103,6 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Report, error) {
 	return rep, nil
 }
 
-// drive runs op from n goroutines for d and counts successes.
-func drive(ctx context.Context, d time.Duration, n int, op func(worker int, i int64) error) (int64, time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	var ops atomic.Int64
-	var first error
-	var once sync.Once
-	var wg sync.WaitGroup
-	start := time.Now()
-	for g := 0; g < n; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			for i := int64(0); ctx.Err() == nil; i++ {
-				if err := op(g, i); err != nil {
-					once.Do(func() { first = err })
-					return
-				}
-				ops.Add(1)
-			}
-		}(g)
-	}
-	wg.Wait()
-	return ops.Load(), time.Since(start), first
-}
-
 func rawCommits(ctx context.Context, dir string, cfg Config, writers int) (Result, error) {
 	db, err := pebble.Open(dir, &pebble.Options{Logger: pebblekv.QuietLogger{}})
 	if err != nil {
@@ -139,7 +113,7 @@ func rawCommits(ctx context.Context, dir string, cfg Config, writers int) (Resul
 	if cfg.NoSync {
 		opts = pebble.NoSync
 	}
-	ops, el, err := drive(ctx, cfg.Duration, writers, func(g int, i int64) error {
+	ops, el, err := benchutil.Drive(ctx, cfg.Duration, writers, func(ctx context.Context, g int, i int64) error {
 		b := db.NewBatch()
 		defer b.Close()
 		b.Set([]byte(fmt.Sprintf("w%03d/%d", g, i%1024)), []byte("value-0123456789"), nil)
@@ -150,7 +124,7 @@ func rawCommits(ctx context.Context, dir string, cfg Config, writers int) (Resul
 
 func txnCommits(ctx context.Context, db *kv.DB, cfg Config, writers int, hot bool) Result {
 	var retries atomic.Int64
-	ops, el, _ := drive(ctx, cfg.Duration, writers, func(g int, i int64) error {
+	ops, el, _ := benchutil.Drive(ctx, cfg.Duration, writers, func(ctx context.Context, g int, i int64) error {
 		key := []byte(fmt.Sprintf("w%03d", g))
 		if hot {
 			key = []byte("hot")
