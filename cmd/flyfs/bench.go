@@ -17,6 +17,7 @@ func benchCmd() *cobra.Command {
 		Short: "Measure flyfs parts against their baselines, side by side in one run",
 	}
 	cmd.AddCommand(benchKVCmd(), benchRPCCmd(), benchStorageCmd(), benchRecoveryCmd(), benchMetaCmd())
+	cmd.AddCommand(extraBenchCommands...)
 	return cmd
 }
 

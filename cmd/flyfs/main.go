@@ -32,6 +32,7 @@ FLYFS_<FLAG> (upper case, dashes as underscores), e.g. FLYFS_DATA=/srv/flyfs.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(versionCmd(), serverCmd(), mgmtdCmd(), metadCmd(), storagedCmd(), adminCmd(), benchCmd())
+	root.AddCommand(extraCommands...)
 	for _, r := range pendingRoles {
 		root.AddCommand(pendingCmd(r))
 	}

@@ -6,6 +6,14 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// extraCommands and extraBenchCommands are filled by init functions of the
+// files that add a role (mount.go, gateway.go, console.go), so each front end
+// registers itself without every one editing main.go.
+var (
+	extraCommands      []*cobra.Command
+	extraBenchCommands []*cobra.Command
+)
+
 // pendingRole is a role whose service is not built yet: its subcommand says so
 // plainly and exits non-zero rather than pretending to run.
 type pendingRole struct {
