@@ -94,6 +94,17 @@ func New(cfg Config) (*Server, error) {
 	rpc.Handle(s.rpc, metaapi.MethodRename, s.rename)
 	rpc.Handle(s.rpc, metaapi.MethodClose, s.close)
 	rpc.Handle(s.rpc, metaapi.MethodReport, s.report)
+	rpc.Handle(s.rpc, metaapi.MethodMkdirAll, s.mkdirAll)
+	rpc.Handle(s.rpc, metaapi.MethodRemoveAll, s.removeAll)
+	rpc.Handle(s.rpc, metaapi.MethodOpen, s.open)
+	rpc.Handle(s.rpc, metaapi.MethodSetAttr, s.setAttr)
+	rpc.Handle(s.rpc, metaapi.MethodStatFS, s.statFS)
+	rpc.Handle(s.rpc, metaapi.MethodGetXattr, s.getXattr)
+	rpc.Handle(s.rpc, metaapi.MethodSetXattr, s.setXattr)
+	rpc.Handle(s.rpc, metaapi.MethodListXattr, s.listXattr)
+	rpc.Handle(s.rpc, metaapi.MethodRemoveXattr, s.removeXattr)
+	rpc.Handle(s.rpc, metaapi.MethodSetLayout, s.setLayout)
+	rpc.Handle(s.rpc, metaapi.MethodGetLayout, s.getLayout)
 	return s, nil
 }
 
@@ -137,7 +148,7 @@ func wire(err error) error {
 func toWire(in ns.Inode) metaapi.Inode {
 	return metaapi.Inode{ID: in.ID, Type: metaapi.Type(in.Type), Mode: in.Mode, UID: in.UID, GID: in.GID,
 		Atime: in.Atime, Mtime: in.Mtime, Ctime: in.Ctime, Nlink: in.Nlink, Length: in.Length,
-		TruncateVer: in.TruncateVer, Layout: in.Layout, Target: in.Target}
+		TruncateVer: in.TruncateVer, Layout: in.Layout, Target: in.Target, Gen: in.Gen, Implicit: in.Implicit}
 }
 
 func inodeResp(in ns.Inode, err error) (*metaapi.InodeResp, []byte, error) {
@@ -178,13 +189,18 @@ func clientID(c uint64) ns.ClientID { return ns.ClientID(strconv.FormatUint(c, 1
 
 func (s *Server) create(ctx context.Context, r *metaapi.CreateReq, _ []byte) (*metaapi.CreateResp, []byte, error) {
 	res, err := s.ns.Create(ctx, ns.CreateRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name, Mode: r.Mode,
-		Exclusive: r.Exclusive, Truncate: r.Truncate, Write: r.Write, Client: clientID(r.Client)})
+		Exclusive: r.Exclusive, Truncate: r.Truncate, Write: r.Write, Client: clientID(r.Client), UID: r.UID, GID: r.GID})
 	if err != nil {
 		return nil, nil, wire(err)
 	}
-	resp := &metaapi.CreateResp{Inode: toWire(res.Inode), Created: res.Created}
-	if res.Session != nil {
-		if resp.Session, err = cbor.Marshal(res.Session); err != nil {
+	return openResp(res.Inode, res.Created, res.Session)
+}
+
+func openResp(in ns.Inode, created bool, sess *ns.Session) (*metaapi.CreateResp, []byte, error) {
+	resp := &metaapi.CreateResp{Inode: toWire(in), Created: created}
+	if sess != nil {
+		var err error
+		if resp.Session, err = cbor.Marshal(sess); err != nil {
 			return nil, nil, rpc.Errorf(rpc.Internal, "encode session: %v", err)
 		}
 	}
@@ -192,11 +208,11 @@ func (s *Server) create(ctx context.Context, r *metaapi.CreateReq, _ []byte) (*m
 }
 
 func (s *Server) mkdir(ctx context.Context, r *metaapi.MkdirReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
-	return inodeResp(s.ns.Mkdir(ctx, ns.MkdirRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name, Mode: r.Mode}))
+	return inodeResp(s.ns.Mkdir(ctx, ns.MkdirRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name, Mode: r.Mode, UID: r.UID, GID: r.GID}))
 }
 
 func (s *Server) symlink(ctx context.Context, r *metaapi.SymlinkReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
-	return inodeResp(s.ns.Symlink(ctx, ns.SymlinkRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name, Target: r.Target}))
+	return inodeResp(s.ns.Symlink(ctx, ns.SymlinkRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name, Target: r.Target, UID: r.UID, GID: r.GID}))
 }
 
 func (s *Server) link(ctx context.Context, r *metaapi.LinkReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
@@ -212,20 +228,46 @@ func (s *Server) readDir(ctx context.Context, r *metaapi.ReadDirReq, _ []byte) (
 	for i, e := range ents {
 		resp.Entries[i] = metaapi.DirEntry{Name: e.Name, Ino: e.Ino, Type: metaapi.Type(e.Type)}
 	}
+	if r.Plus && len(ents) > 0 {
+		ids := make([]uint64, len(ents))
+		for i, e := range ents {
+			ids[i] = e.Ino
+		}
+		ins, err := s.ns.StatMany(ctx, ids)
+		if err != nil {
+			return nil, nil, wire(err)
+		}
+		for i := range ins {
+			if ins[i] != nil {
+				w := toWire(*ins[i])
+				resp.Entries[i].Inode = &w
+			}
+		}
+	}
 	return resp, nil, nil
 }
 
 func (s *Server) unlink(ctx context.Context, r *metaapi.RemoveReq, _ []byte) (*metaapi.Empty, []byte, error) {
-	return empty(s.ns.Unlink(ctx, ns.RemoveRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name}))
+	return empty(s.ns.Unlink(ctx, removeReq(r)))
+}
+
+func removeReq(r *metaapi.RemoveReq) ns.RemoveRequest {
+	return ns.RemoveRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name,
+		IfIno: r.IfIno, IfGen: r.IfGen, PruneImplicit: r.PruneImplicit}
 }
 
 func (s *Server) rmdir(ctx context.Context, r *metaapi.RemoveReq, _ []byte) (*metaapi.Empty, []byte, error) {
-	return empty(s.ns.Rmdir(ctx, ns.RemoveRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name}))
+	return empty(s.ns.Rmdir(ctx, removeReq(r)))
+}
+
+func (s *Server) removeAll(ctx context.Context, r *metaapi.RemoveReq, _ []byte) (*metaapi.Empty, []byte, error) {
+	return empty(s.ns.RemoveAll(ctx, removeReq(r)))
 }
 
 func (s *Server) rename(ctx context.Context, r *metaapi.RenameReq, _ []byte) (*metaapi.Empty, []byte, error) {
 	return empty(s.ns.Rename(ctx, ns.RenameRequest{ReqID: ns.RequestID(r.ReqID), SrcParent: r.SrcParent, SrcName: r.SrcName,
-		DstParent: r.DstParent, DstName: r.DstName, Flags: r.Flags}))
+		DstParent: r.DstParent, DstName: r.DstName, Flags: r.Flags,
+		IfDstIno: r.IfDstIno, IfDstGen: r.IfDstGen, PruneImplicit: r.PruneImplicit}))
 }
 
 func (s *Server) close(ctx context.Context, r *metaapi.CloseReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
@@ -233,9 +275,76 @@ func (s *Server) close(ctx context.Context, r *metaapi.CloseReq, _ []byte) (*met
 	if err := cbor.Unmarshal(r.Session, &sess); err != nil {
 		return nil, nil, metaapi.ErrnoError(syscall.EBADF, "bad session handle")
 	}
-	return inodeResp(s.ns.Close(ctx, sess, &ns.LengthHint{TruncateVer: r.TruncateVer, Length: r.Length}))
+	return inodeResp(s.ns.Close(ctx, sess, &ns.LengthHint{TruncateVer: r.TruncateVer, Length: r.Length, Wrote: r.Wrote}))
 }
 
 func (s *Server) report(ctx context.Context, r *metaapi.ReportReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
-	return inodeResp(s.ns.ReportLength(ctx, r.Ino, r.TruncateVer, r.Length))
+	return inodeResp(s.ns.ReportLength(ctx, r.Ino, r.TruncateVer, r.Length, r.Wrote))
+}
+
+func (s *Server) mkdirAll(ctx context.Context, r *metaapi.MkdirAllReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
+	return inodeResp(s.ns.MkdirAll(ctx, ns.MkdirAllRequest{ReqID: ns.RequestID(r.ReqID), Path: r.Path, Mode: r.Mode,
+		UID: r.UID, GID: r.GID, Implicit: r.Implicit}))
+}
+
+func (s *Server) open(ctx context.Context, r *metaapi.OpenReq, _ []byte) (*metaapi.OpenResp, []byte, error) {
+	res, err := s.ns.Open(ctx, r.Ino, r.Flags, clientID(r.Client))
+	if err != nil {
+		return nil, nil, wire(err)
+	}
+	return openResp(res.Inode, false, res.Session)
+}
+
+func (s *Server) setAttr(ctx context.Context, r *metaapi.SetAttrReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
+	return inodeResp(s.ns.SetAttr(ctx, r.Ino, ns.SetAttrRequest{Mask: ns.AttrMask(r.Mask), Mode: r.Mode, UID: r.UID, GID: r.GID,
+		Atime: r.Atime, Mtime: r.Mtime, Size: r.Size, Implicit: r.Implicit}))
+}
+
+func (s *Server) statFS(ctx context.Context, _ *metaapi.Empty, _ []byte) (*metaapi.StatFSResp, []byte, error) {
+	st, err := s.ns.StatFS(ctx)
+	if err != nil {
+		return nil, nil, wire(err)
+	}
+	q, err := s.ns.GCQueueLength(ctx)
+	if err != nil {
+		return nil, nil, wire(err)
+	}
+	return &metaapi.StatFSResp{Inodes: st.Inodes, Bytes: st.Bytes, GCQueue: int64(q)}, nil, nil
+}
+
+func (s *Server) getXattr(ctx context.Context, r *metaapi.XattrReq, _ []byte) (*metaapi.XattrResp, []byte, error) {
+	v, err := s.ns.GetXattr(ctx, r.Ino, r.Name)
+	if err != nil {
+		return nil, nil, wire(err)
+	}
+	return &metaapi.XattrResp{Value: v}, nil, nil
+}
+
+func (s *Server) setXattr(ctx context.Context, r *metaapi.XattrReq, _ []byte) (*metaapi.Empty, []byte, error) {
+	return empty(s.ns.SetXattr(ctx, r.Ino, r.Name, r.Value, r.Flags))
+}
+
+func (s *Server) listXattr(ctx context.Context, r *metaapi.XattrReq, _ []byte) (*metaapi.XattrResp, []byte, error) {
+	names, err := s.ns.ListXattr(ctx, r.Ino)
+	if err != nil {
+		return nil, nil, wire(err)
+	}
+	return &metaapi.XattrResp{Names: names}, nil, nil
+}
+
+func (s *Server) removeXattr(ctx context.Context, r *metaapi.XattrReq, _ []byte) (*metaapi.Empty, []byte, error) {
+	return empty(s.ns.RemoveXattr(ctx, r.Ino, r.Name))
+}
+
+func (s *Server) setLayout(ctx context.Context, r *metaapi.LayoutReq, _ []byte) (*metaapi.Empty, []byte, error) {
+	_, err := s.ns.SetLayout(ctx, r.Ino, r.Layout)
+	return empty(err)
+}
+
+func (s *Server) getLayout(ctx context.Context, r *metaapi.InodeReq, _ []byte) (*metaapi.LayoutReq, []byte, error) {
+	l, err := s.ns.GetLayout(ctx, r.Ino)
+	if err != nil {
+		return nil, nil, wire(err)
+	}
+	return &metaapi.LayoutReq{Ino: r.Ino, Layout: l}, nil, nil
 }

@@ -5,6 +5,10 @@ import (
 	"fmt"
 )
 
+// MaxFileSize is the largest file length (2^50 bytes): chunk indexes and
+// offsets stay far from overflow.
+const MaxFileSize = 1 << 50
+
 // AttrMask selects the attributes SetAttr changes.
 type AttrMask uint32
 
@@ -17,6 +21,7 @@ const (
 	SetMtime
 	SetSize // truncate or extend a file
 	SetStripeHint
+	SetImplicit // a directory's Implicit flag (an S3 marker makes it explicit)
 )
 
 // SetAttrRequest carries the new values of the attributes in Mask.
@@ -27,6 +32,7 @@ type SetAttrRequest struct {
 	Atime, Mtime int64 // unix ns
 	Size         uint64
 	StripeHint   uint32 // chains a file's chunks may be on (only grows)
+	Implicit     bool
 }
 
 // SetAttr changes attributes of inode ino (chmod, chown, utimes, truncate) in
@@ -45,6 +51,15 @@ func (n *Namespace) SetAttr(ctx context.Context, ino uint64, req SetAttrRequest)
 			case TypeSymlink:
 				return fail(ErrInvalid, "truncate symlink %d", ino)
 			}
+		}
+		if req.Mask&SetSize != 0 && req.Size > MaxFileSize {
+			return fail(ErrFBig, "size %d past the largest file (%d)", req.Size, uint64(MaxFileSize))
+		}
+		if req.Mask&SetImplicit != 0 {
+			if in.Type != TypeDir {
+				return fail(ErrNotDir, "implicit flag on a %s", in.Type)
+			}
+			in.Implicit = req.Implicit
 		}
 		if req.Mask&SetStripeHint != 0 && in.Type != TypeFile {
 			return fail(ErrInvalid, "stripe hint on a %s", in.Type)
@@ -96,6 +111,7 @@ func (o *op) truncate(in *Inode, size uint64) bool {
 	}
 	o.setLength(in, size)
 	in.Mtime, in.Ctime = o.now, o.now
+	in.Gen++
 	return true
 }
 
@@ -107,30 +123,43 @@ func (n *Namespace) Truncate(ctx context.Context, ino uint64, size uint64) (Inod
 // applyHint applies a length hint: it can only grow the length, and only
 // within the current truncateVer (a hint from before a truncate is stale).
 func (o *op) applyHint(in *Inode, ver, length uint64) (bool, error) {
+	return o.applyHintWrote(in, ver, length, false)
+}
+
+// applyHintWrote is applyHint for a writer that also says whether it wrote
+// data since its last hint: then Gen and mtime move even if the length does
+// not (an overwrite in place is a new version too).
+func (o *op) applyHintWrote(in *Inode, ver, length uint64, wrote bool) (bool, error) {
 	if in.Type != TypeFile {
 		return false, fail(ErrInvalid, "length of a %s", in.Type)
 	}
 	if ver > in.TruncateVer {
 		return false, fail(ErrInvalid, "length hint of truncateVer %d, inode %d is at %d", ver, in.ID, in.TruncateVer)
 	}
-	if ver != in.TruncateVer || length <= in.Length {
-		return false, nil
+	changed := false
+	if ver == in.TruncateVer && length > in.Length {
+		o.setLength(in, length)
+		in.Mtime = o.now
+		changed = true
 	}
-	o.setLength(in, length)
-	in.Mtime = o.now
-	return true, nil
+	if wrote {
+		in.Gen++
+		in.Mtime, in.Ctime = o.now, o.now
+		changed = true
+	}
+	return changed, nil
 }
 
 // ReportLength applies a client's periodic length hint and returns the inode.
 // Idempotent: a hint never shrinks the length.
-func (n *Namespace) ReportLength(ctx context.Context, ino, truncateVer, length uint64) (Inode, error) {
+func (n *Namespace) ReportLength(ctx context.Context, ino, truncateVer, length uint64, wrote bool) (Inode, error) {
 	var res *Inode
 	err := n.update(ctx, func(o *op) error {
 		in, err := o.inode(ino)
 		if err != nil {
 			return err
 		}
-		changed, err := o.applyHint(in, truncateVer, length)
+		changed, err := o.applyHintWrote(in, truncateVer, length, wrote)
 		if err != nil {
 			return err
 		}

@@ -200,6 +200,7 @@ type MkdirAllRequest struct {
 	Mode     uint32
 	UID, GID uint32
 	Layout   *Layout
+	Implicit bool // mark the directories it creates Implicit
 }
 
 // MkdirAll creates every missing directory of Path in ONE transaction and
@@ -290,6 +291,10 @@ func (n *Namespace) MkdirAll(ctx context.Context, req MkdirAllRequest) (Inode, e
 				return err
 			}
 			p = o.mkdir(p, ids[k], c, req.Mode, req.UID, req.GID, req.Layout, req.ReqID)
+			if req.Implicit {
+				p.Implicit = true
+				o.putInode(p)
+			}
 		}
 		res = p
 		return nil

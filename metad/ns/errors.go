@@ -29,6 +29,10 @@ var (
 	ErrTooBig      = Errno(syscall.E2BIG)
 	ErrNotSup      = Errno(syscall.EOPNOTSUPP)
 	ErrIO          = Errno(syscall.EIO) // inconsistent metadata
+	// ErrPrecondition: a conditional change (IfIno/IfGen) found another
+	// version of the entry.
+	ErrPrecondition = Errno(syscall.ECANCELED)
+	ErrFBig         = Errno(syscall.EFBIG)
 )
 
 func (e Errno) Error() string { return syscall.Errno(e).Error() }

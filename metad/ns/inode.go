@@ -63,6 +63,15 @@ type Inode struct {
 
 	// Symlink.
 	Target string `cbor:"17,keyasint,omitempty"`
+
+	// Gen grows on every change of a file's data (a write session that wrote
+	// closes or syncs, a size change), so front ends can tell versions apart
+	// (S3 ETags, If-Match) without reading the data.
+	Gen uint64 `cbor:"18,keyasint,omitempty"`
+	// Implicit marks a directory made as a side effect (an S3 PUT of a nested
+	// key) rather than asked for; only such directories are pruned when they
+	// empty (RemoveRequest.PruneImplicit).
+	Implicit bool `cbor:"19,keyasint,omitempty"`
 }
 
 // IsDir reports whether the inode is a directory.

@@ -26,6 +26,23 @@ func (n *Namespace) Stat(ctx context.Context, ino uint64) (Inode, error) {
 	return *in, nil
 }
 
+// StatMany returns the inodes of ids in one snapshot (readdirplus); an id
+// whose inode is gone gets nil.
+func (n *Namespace) StatMany(ctx context.Context, ids []uint64) ([]*Inode, error) {
+	out := make([]*Inode, len(ids))
+	err := n.view(ctx, func(tx kv.ReadTxn) error {
+		for i, id := range ids {
+			in, err := statInode(ctx, tx, id)
+			if _, isErrno := AsErrno(err); err != nil && !isErrno {
+				return err
+			}
+			out[i] = in
+		}
+		return nil
+	})
+	return out, err
+}
+
 // statInode reads an inode as Stat reports it (snapshot reads).
 func statInode(ctx context.Context, tx kv.ReadTxn, ino uint64) (*Inode, error) {
 	in, err := getInode(ctx, tx, ino, true)

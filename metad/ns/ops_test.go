@@ -420,11 +420,11 @@ func script() []step {
 			return check(in.Length == 1000 && in.TruncateVer == 0, "%+v", in)
 		}},
 		{"length hints grow within a truncateVer", 0, func(e *tenv) error {
-			in, err := e.ns.ReportLength(ctx, e.ids["f"], 0, 5000)
+			in, err := e.ns.ReportLength(ctx, e.ids["f"], 0, 5000, false)
 			if err != nil {
 				return err
 			}
-			smaller, err := e.ns.ReportLength(ctx, e.ids["f"], 0, 10)
+			smaller, err := e.ns.ReportLength(ctx, e.ids["f"], 0, 10, false)
 			if err != nil {
 				return err
 			}
@@ -435,17 +435,17 @@ func script() []step {
 			if err != nil {
 				return err
 			}
-			stale, err := e.ns.ReportLength(ctx, e.ids["f"], 0, 9000)
+			stale, err := e.ns.ReportLength(ctx, e.ids["f"], 0, 9000, false)
 			if err != nil {
 				return err
 			}
-			fresh, err := e.ns.ReportLength(ctx, e.ids["f"], 1, 200)
+			fresh, err := e.ns.ReportLength(ctx, e.ids["f"], 1, 200, false)
 			if err != nil {
 				return err
 			}
 			return check(in.Length == 100 && in.TruncateVer == 1 && stale.Length == 100 && fresh.Length == 200, "%+v %+v %+v", in, stale, fresh)
 		}},
-		{"length hint from the future", ErrInvalid, func(e *tenv) error { return okIno(e.ns.ReportLength(ctx, e.ids["f"], 5, 1)) }},
+		{"length hint from the future", ErrInvalid, func(e *tenv) error { return okIno(e.ns.ReportLength(ctx, e.ids["f"], 5, 1, false)) }},
 		{"settle a smaller exact length", 0, func(e *tenv) error {
 			in, err := e.ns.SettleLength(ctx, e.ids["f"], 150)
 			if err != nil {

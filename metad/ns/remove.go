@@ -10,6 +10,51 @@ type RemoveRequest struct {
 	ReqID  RequestID
 	Parent uint64
 	Name   string
+	// IfIno and IfGen, when set, make the removal conditional: the entry must
+	// still name inode IfIno at generation IfGen, else ErrPrecondition.
+	IfIno, IfGen uint64
+	// PruneImplicit also removes the ancestors that this removal leaves empty
+	// and that are Implicit, in the same transaction.
+	PruneImplicit bool
+}
+
+// checkVersion enforces a conditional change's expectation about in.
+func checkVersion(in *Inode, ino, gen uint64) error {
+	if ino != 0 && in.ID != ino {
+		return fail(ErrPrecondition, "entry is inode %d, not %d", in.ID, ino)
+	}
+	if gen != 0 && in.Gen != gen {
+		return fail(ErrPrecondition, "inode %d is at generation %d, not %d", in.ID, in.Gen, gen)
+	}
+	return nil
+}
+
+// pruneImplicit removes dir and its ancestors while each is an Implicit,
+// empty directory (empty as this transaction sees it). Their entry ranges are
+// read with conflict tracking, so a create racing into one of them aborts one
+// of the two.
+func (o *op) pruneImplicit(dir uint64) error {
+	for dir != RootID {
+		in, err := o.inode(dir)
+		if err != nil {
+			return err
+		}
+		if in.Type != TypeDir || !in.Implicit || in.Nlink == 0 {
+			return nil
+		}
+		empty, err := o.dirEmpty(in.ID)
+		if err != nil || !empty {
+			return err
+		}
+		d, found, err := o.dentry(in.Parent, in.Name)
+		if err != nil || !found || d.Ino != in.ID {
+			return err
+		}
+		o.clearDentry(in.Parent, in.Name)
+		o.deleteInode(in)
+		dir = in.Parent
+	}
+	return nil
 }
 
 // Unlink removes a name of a file or symlink (EISDIR for a directory). The
@@ -33,8 +78,17 @@ func (n *Namespace) Unlink(ctx context.Context, req RemoveRequest) error {
 		if err != nil {
 			return err
 		}
+		if err := checkVersion(in, req.IfIno, req.IfGen); err != nil {
+			return err
+		}
 		o.clearDentry(req.Parent, req.Name)
-		return o.dropLink(in, o.now)
+		if err := o.dropLink(in, o.now); err != nil {
+			return err
+		}
+		if req.PruneImplicit {
+			return o.pruneImplicit(req.Parent)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("unlink %q: %w", req.Name, err)
@@ -71,6 +125,9 @@ func (n *Namespace) Rmdir(ctx context.Context, req RemoveRequest) error {
 		}
 		o.clearDentry(req.Parent, req.Name)
 		o.deleteInode(in)
+		if req.PruneImplicit {
+			return o.pruneImplicit(req.Parent)
+		}
 		return nil
 	})
 	if err != nil {
@@ -96,8 +153,17 @@ func (n *Namespace) RemoveAll(ctx context.Context, req RemoveRequest) error {
 		if err != nil {
 			return err
 		}
+		if err := checkVersion(in, req.IfIno, req.IfGen); err != nil {
+			return err
+		}
 		o.clearDentry(req.Parent, req.Name)
-		return o.dropLink(in, o.now)
+		if err := o.dropLink(in, o.now); err != nil {
+			return err
+		}
+		if req.PruneImplicit {
+			return o.pruneImplicit(req.Parent)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("remove -r %q: %w", req.Name, err)

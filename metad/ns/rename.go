@@ -20,6 +20,12 @@ type RenameRequest struct {
 	DstParent uint64
 	DstName   string
 	Flags     uint32
+	// IfDstIno and IfDstGen, when set, make the rename conditional: the
+	// destination must exist and be inode IfDstIno at generation IfDstGen,
+	// else ErrPrecondition (compare-and-swap publishing, S3 If-Match).
+	IfDstIno, IfDstGen uint64
+	// PruneImplicit removes the Implicit ancestors the move leaves empty.
+	PruneImplicit bool
 }
 
 // Rename moves an entry in one transaction with POSIX semantics: an existing
@@ -74,6 +80,8 @@ func (n *Namespace) Rename(ctx context.Context, req RenameRequest) error {
 			return fail(ErrNotExist, "exchange with missing %q", req.DstName)
 		case dstFound && req.Flags == RenameNoReplace:
 			return fail(ErrExist, "rename onto %q", req.DstName)
+		case !dstFound && (req.IfDstIno != 0 || req.IfDstGen != 0):
+			return fail(ErrPrecondition, "rename onto missing %q", req.DstName)
 		}
 		srcIn, err := o.inode(src.Ino)
 		if err != nil {
@@ -82,6 +90,9 @@ func (n *Namespace) Rename(ctx context.Context, req RenameRequest) error {
 		var dstIn *Inode
 		if dstFound {
 			if dstIn, err = o.inode(dst.Ino); err != nil {
+				return err
+			}
+			if err := checkVersion(dstIn, req.IfDstIno, req.IfDstGen); err != nil {
 				return err
 			}
 			if !exchange {
@@ -118,6 +129,9 @@ func (n *Namespace) Rename(ctx context.Context, req RenameRequest) error {
 		}
 		o.putDentry(req.DstParent, req.DstName, &Dentry{Ino: srcIn.ID, Type: srcIn.Type, ReqID: req.ReqID})
 		o.moved(srcIn, req.DstParent, req.DstName)
+		if req.PruneImplicit && req.SrcParent != req.DstParent {
+			return o.pruneImplicit(req.SrcParent)
+		}
 		return nil
 	})
 	if err != nil {

@@ -122,6 +122,7 @@ func (n *Namespace) Open(ctx context.Context, ino uint64, flags int, client Clie
 type LengthHint struct {
 	TruncateVer uint64
 	Length      uint64
+	Wrote       bool // data was written since the last hint: Gen moves
 }
 
 // Close ends a write session, applying the client's length hint. If the file
@@ -146,7 +147,7 @@ func (n *Namespace) Close(ctx context.Context, s Session, hint *LengthHint) (Ino
 		}
 		changed := false
 		if hint != nil {
-			if changed, err = o.applyHint(in, hint.TruncateVer, hint.Length); err != nil {
+			if changed, err = o.applyHintWrote(in, hint.TruncateVer, hint.Length, hint.Wrote); err != nil {
 				return err
 			}
 		}

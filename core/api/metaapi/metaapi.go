@@ -17,22 +17,42 @@ import (
 
 // Methods of the metadata service (service 4).
 const (
-	MethodStat     rpc.Method = 0x0401
-	MethodLookup   rpc.Method = 0x0402
-	MethodResolve  rpc.Method = 0x0403
-	MethodCreate   rpc.Method = 0x0404
-	MethodMkdir    rpc.Method = 0x0405
-	MethodReadDir  rpc.Method = 0x0406
-	MethodUnlink   rpc.Method = 0x0407
-	MethodRmdir    rpc.Method = 0x0408
-	MethodRename   rpc.Method = 0x0409
-	MethodClose    rpc.Method = 0x040a
-	MethodSetAttr  rpc.Method = 0x040b
-	MethodSymlink  rpc.Method = 0x040c
-	MethodLink     rpc.Method = 0x040d
-	MethodReadlink rpc.Method = 0x040e
-	MethodReport   rpc.Method = 0x040f // a writer's length hint
+	MethodStat        rpc.Method = 0x0401
+	MethodLookup      rpc.Method = 0x0402
+	MethodResolve     rpc.Method = 0x0403
+	MethodCreate      rpc.Method = 0x0404
+	MethodMkdir       rpc.Method = 0x0405
+	MethodReadDir     rpc.Method = 0x0406
+	MethodUnlink      rpc.Method = 0x0407
+	MethodRmdir       rpc.Method = 0x0408
+	MethodRename      rpc.Method = 0x0409
+	MethodClose       rpc.Method = 0x040a
+	MethodSetAttr     rpc.Method = 0x040b
+	MethodSymlink     rpc.Method = 0x040c
+	MethodLink        rpc.Method = 0x040d
+	MethodReadlink    rpc.Method = 0x040e
+	MethodReport      rpc.Method = 0x040f // a writer's length hint (also fsync)
+	MethodMkdirAll    rpc.Method = 0x0410
+	MethodRemoveAll   rpc.Method = 0x0411
+	MethodOpen        rpc.Method = 0x0412
+	MethodStatFS      rpc.Method = 0x0413
+	MethodGetXattr    rpc.Method = 0x0414
+	MethodSetXattr    rpc.Method = 0x0415
+	MethodListXattr   rpc.Method = 0x0416
+	MethodRemoveXattr rpc.Method = 0x0417
+	MethodSetLayout   rpc.Method = 0x0418
+	MethodGetLayout   rpc.Method = 0x0419
 )
+
+// Rename flags, with Linux's values.
+const (
+	RenameNoReplace uint32 = 1
+	RenameExchange  uint32 = 2
+)
+
+// MaxFileSize is the largest file length: writes or truncates past it are
+// EFBIG. 2^50 bytes keeps chunk indexes and offsets far from overflow.
+const MaxFileSize = 1 << 50
 
 // CodeErrno marks an error that carries a POSIX errno.
 const CodeErrno = rpc.CodeServiceBase + 0x400
@@ -82,6 +102,8 @@ type Inode struct {
 	TruncateVer uint64        `cbor:"11,keyasint,omitempty"`
 	Layout      layout.Layout `cbor:"12,keyasint,omitempty"`
 	Target      string        `cbor:"13,keyasint,omitempty"` // symlink
+	Gen         uint64        `cbor:"14,keyasint,omitempty"` // grows on every data change
+	Implicit    bool          `cbor:"15,keyasint,omitempty"` // a directory made by a nested S3 PUT
 }
 
 // RequestID makes a mutating request idempotent across retries.
@@ -119,6 +141,8 @@ type CreateReq struct {
 	Truncate  bool      `cbor:"6,keyasint,omitempty"`
 	Write     bool      `cbor:"7,keyasint,omitempty"`
 	Client    uint64    `cbor:"8,keyasint,omitempty"`
+	UID       uint32    `cbor:"9,keyasint,omitempty"`
+	GID       uint32    `cbor:"10,keyasint,omitempty"`
 }
 
 // CreateResp returns the file and, for a write open, its session.
@@ -134,6 +158,18 @@ type MkdirReq struct {
 	Parent uint64    `cbor:"2,keyasint"`
 	Name   string    `cbor:"3,keyasint"`
 	Mode   uint32    `cbor:"4,keyasint,omitempty"`
+	UID    uint32    `cbor:"5,keyasint,omitempty"`
+	GID    uint32    `cbor:"6,keyasint,omitempty"`
+}
+
+// MkdirAllReq creates a path's missing directories in one transaction.
+type MkdirAllReq struct {
+	ReqID    RequestID `cbor:"1,keyasint"`
+	Path     string    `cbor:"2,keyasint"`
+	Mode     uint32    `cbor:"3,keyasint,omitempty"`
+	UID      uint32    `cbor:"4,keyasint,omitempty"`
+	GID      uint32    `cbor:"5,keyasint,omitempty"`
+	Implicit bool      `cbor:"6,keyasint,omitempty"`
 }
 
 // SymlinkReq creates a symbolic link.
@@ -142,6 +178,8 @@ type SymlinkReq struct {
 	Parent uint64    `cbor:"2,keyasint"`
 	Name   string    `cbor:"3,keyasint"`
 	Target string    `cbor:"4,keyasint"`
+	UID    uint32    `cbor:"5,keyasint,omitempty"`
+	GID    uint32    `cbor:"6,keyasint,omitempty"`
 }
 
 // LinkReq creates a hard link.
@@ -157,6 +195,7 @@ type ReadDirReq struct {
 	Dir   uint64 `cbor:"1,keyasint"`
 	After string `cbor:"2,keyasint,omitempty"`
 	Limit int    `cbor:"3,keyasint,omitempty"`
+	Plus  bool   `cbor:"4,keyasint,omitempty"` // also return each entry's inode
 }
 
 // DirEntry is one directory entry.
@@ -164,6 +203,9 @@ type DirEntry struct {
 	Name string `cbor:"1,keyasint"`
 	Ino  uint64 `cbor:"2,keyasint"`
 	Type Type   `cbor:"3,keyasint"`
+	// Inode is set by a ReadDir with Plus (nil if the entry vanished
+	// between the listing and the inode read).
+	Inode *Inode `cbor:"4,keyasint,omitempty"`
 }
 
 // ReadDirResp is a page of entries.
@@ -177,6 +219,12 @@ type RemoveReq struct {
 	ReqID  RequestID `cbor:"1,keyasint"`
 	Parent uint64    `cbor:"2,keyasint"`
 	Name   string    `cbor:"3,keyasint"`
+	// IfIno/IfGen: remove only if the entry is still that inode at that
+	// generation (else ECANCELED).
+	IfIno uint64 `cbor:"4,keyasint,omitempty"`
+	IfGen uint64 `cbor:"5,keyasint,omitempty"`
+	// PruneImplicit also removes Implicit ancestors left empty.
+	PruneImplicit bool `cbor:"6,keyasint,omitempty"`
 }
 
 // RenameReq moves an entry.
@@ -187,6 +235,12 @@ type RenameReq struct {
 	DstParent uint64    `cbor:"4,keyasint"`
 	DstName   string    `cbor:"5,keyasint"`
 	Flags     uint32    `cbor:"6,keyasint,omitempty"` // RENAME_NOREPLACE, RENAME_EXCHANGE
+	// IfDstIno/IfDstGen: the destination must exist and be that inode at
+	// that generation (else ECANCELED): compare-and-swap publishing.
+	IfDstIno uint64 `cbor:"7,keyasint,omitempty"`
+	IfDstGen uint64 `cbor:"8,keyasint,omitempty"`
+	// PruneImplicit removes Implicit ancestors of the source left empty.
+	PruneImplicit bool `cbor:"9,keyasint,omitempty"`
 }
 
 // CloseReq closes a write session with the writer's length hint.
@@ -194,6 +248,7 @@ type CloseReq struct {
 	Session     []byte `cbor:"1,keyasint"`
 	TruncateVer uint64 `cbor:"2,keyasint,omitempty"`
 	Length      uint64 `cbor:"3,keyasint,omitempty"`
+	Wrote       bool   `cbor:"4,keyasint,omitempty"` // data changed: Gen moves
 }
 
 // ReportReq is a writer's periodic length hint.
@@ -201,6 +256,70 @@ type ReportReq struct {
 	Ino         uint64 `cbor:"1,keyasint"`
 	TruncateVer uint64 `cbor:"2,keyasint,omitempty"`
 	Length      uint64 `cbor:"3,keyasint"`
+	Wrote       bool   `cbor:"4,keyasint,omitempty"`
+}
+
+// OpenReq opens an existing inode with open(2) flags; write opens get a
+// session.
+type OpenReq struct {
+	Ino    uint64 `cbor:"1,keyasint"`
+	Flags  int    `cbor:"2,keyasint,omitempty"`
+	Client uint64 `cbor:"3,keyasint,omitempty"`
+}
+
+// OpenResp is CreateResp without Created.
+type OpenResp = CreateResp
+
+// The SetAttr mask bits.
+const (
+	SetMode uint32 = 1 << iota
+	SetUID
+	SetGID
+	SetAtime
+	SetMtime
+	SetSize
+	SetStripeHint
+	SetImplicit
+)
+
+// SetAttrReq changes the attributes in Mask.
+type SetAttrReq struct {
+	Ino      uint64 `cbor:"1,keyasint"`
+	Mask     uint32 `cbor:"2,keyasint"`
+	Mode     uint32 `cbor:"3,keyasint,omitempty"`
+	UID      uint32 `cbor:"4,keyasint,omitempty"`
+	GID      uint32 `cbor:"5,keyasint,omitempty"`
+	Atime    int64  `cbor:"6,keyasint,omitempty"`
+	Mtime    int64  `cbor:"7,keyasint,omitempty"`
+	Size     uint64 `cbor:"8,keyasint,omitempty"`
+	Implicit bool   `cbor:"9,keyasint,omitempty"`
+}
+
+// StatFSResp is the namespace's usage.
+type StatFSResp struct {
+	Inodes  int64 `cbor:"1,keyasint"`
+	Bytes   int64 `cbor:"2,keyasint"`
+	GCQueue int64 `cbor:"3,keyasint,omitempty"` // removed files waiting for GC
+}
+
+// XattrReq names an extended attribute (and, for set, its value).
+type XattrReq struct {
+	Ino   uint64 `cbor:"1,keyasint"`
+	Name  string `cbor:"2,keyasint,omitempty"`
+	Value []byte `cbor:"3,keyasint,omitempty"`
+	Flags int    `cbor:"4,keyasint,omitempty"` // XATTR_CREATE=1, XATTR_REPLACE=2
+}
+
+// XattrResp carries a value or a list of names.
+type XattrResp struct {
+	Value []byte   `cbor:"1,keyasint,omitempty"`
+	Names []string `cbor:"2,keyasint,omitempty"`
+}
+
+// LayoutReq reads or sets a directory's default layout.
+type LayoutReq struct {
+	Ino    uint64        `cbor:"1,keyasint"`
+	Layout layout.Layout `cbor:"2,keyasint,omitempty"`
 }
 
 // Empty is a response with nothing in it.
@@ -261,4 +380,41 @@ func (c Client) Close(ctx context.Context, req *CloseReq) (*InodeResp, error) {
 }
 func (c Client) Report(ctx context.Context, req *ReportReq) (*InodeResp, error) {
 	return call[ReportReq, InodeResp](ctx, c, MethodReport, req)
+}
+func (c Client) MkdirAll(ctx context.Context, req *MkdirAllReq) (*InodeResp, error) {
+	return call[MkdirAllReq, InodeResp](ctx, c, MethodMkdirAll, req)
+}
+func (c Client) RemoveAll(ctx context.Context, req *RemoveReq) error {
+	_, err := call[RemoveReq, Empty](ctx, c, MethodRemoveAll, req)
+	return err
+}
+func (c Client) Open(ctx context.Context, req *OpenReq) (*OpenResp, error) {
+	return call[OpenReq, OpenResp](ctx, c, MethodOpen, req)
+}
+func (c Client) SetAttr(ctx context.Context, req *SetAttrReq) (*InodeResp, error) {
+	return call[SetAttrReq, InodeResp](ctx, c, MethodSetAttr, req)
+}
+func (c Client) StatFS(ctx context.Context) (*StatFSResp, error) {
+	return call[Empty, StatFSResp](ctx, c, MethodStatFS, &Empty{})
+}
+func (c Client) GetXattr(ctx context.Context, req *XattrReq) (*XattrResp, error) {
+	return call[XattrReq, XattrResp](ctx, c, MethodGetXattr, req)
+}
+func (c Client) SetXattr(ctx context.Context, req *XattrReq) error {
+	_, err := call[XattrReq, Empty](ctx, c, MethodSetXattr, req)
+	return err
+}
+func (c Client) ListXattr(ctx context.Context, req *XattrReq) (*XattrResp, error) {
+	return call[XattrReq, XattrResp](ctx, c, MethodListXattr, req)
+}
+func (c Client) RemoveXattr(ctx context.Context, req *XattrReq) error {
+	_, err := call[XattrReq, Empty](ctx, c, MethodRemoveXattr, req)
+	return err
+}
+func (c Client) SetLayout(ctx context.Context, req *LayoutReq) error {
+	_, err := call[LayoutReq, Empty](ctx, c, MethodSetLayout, req)
+	return err
+}
+func (c Client) GetLayout(ctx context.Context, ino uint64) (*LayoutReq, error) {
+	return call[InodeReq, LayoutReq](ctx, c, MethodGetLayout, &InodeReq{Ino: ino})
 }
