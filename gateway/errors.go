@@ -1,0 +1,152 @@
+package gateway
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"net/http"
+	"syscall"
+
+	"github.com/flyfs/flyfs/core/api/metaapi"
+)
+
+// APIError is an S3 error: a code clients switch on, the HTTP status that
+// goes with it, and a message for humans.
+type APIError struct {
+	Code    string
+	Status  int
+	Message string
+	// Resource and extra fields echoed in the XML body when set.
+	Key, Bucket string
+}
+
+func (e *APIError) Error() string { return e.Code + ": " + e.Message }
+
+// s3Errors is the one table of S3 error codes this gateway answers with.
+var s3Errors = map[string]struct {
+	status int
+	msg    string
+}{
+	"AccessDenied":                      {http.StatusForbidden, "Access Denied"},
+	"AuthorizationHeaderMalformed":      {http.StatusBadRequest, "The authorization header is malformed."},
+	"AuthorizationQueryParametersError": {http.StatusBadRequest, "Error parsing the X-Amz-Credential parameter."},
+	"BadDigest":                         {http.StatusBadRequest, "The Content-MD5 or checksum you specified did not match what we received."},
+	"BucketAlreadyExists":               {http.StatusConflict, "The requested bucket name is not available."},
+	"BucketAlreadyOwnedByYou":           {http.StatusConflict, "Your previous request to create the named bucket succeeded and you already own it."},
+	"BucketNotEmpty":                    {http.StatusConflict, "The bucket you tried to delete is not empty."},
+	"ConditionalRequestConflict":        {http.StatusConflict, "A conflicting operation occurred. Retry the request."},
+	"EntityTooLarge":                    {http.StatusBadRequest, "Your proposed upload exceeds the maximum allowed size."},
+	"EntityTooSmall":                    {http.StatusBadRequest, "Your proposed upload is smaller than the minimum allowed object size."},
+	"ExpiredToken":                      {http.StatusBadRequest, "The provided token has expired."},
+	"IncompleteBody":                    {http.StatusBadRequest, "You did not provide the number of bytes specified by the Content-Length HTTP header."},
+	"InternalError":                     {http.StatusInternalServerError, "We encountered an internal error. Please try again."},
+	"InvalidAccessKeyId":                {http.StatusForbidden, "The AWS access key ID you provided does not exist in our records."},
+	"InvalidArgument":                   {http.StatusBadRequest, "Invalid Argument"},
+	"InvalidBucketName":                 {http.StatusBadRequest, "The specified bucket is not valid."},
+	"InvalidDigest":                     {http.StatusBadRequest, "The Content-MD5 or checksum you specified is not valid."},
+	"InvalidObjectState":                {http.StatusForbidden, "The operation is not valid for the current state of the object."},
+	"InvalidPart":                       {http.StatusBadRequest, "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part's entity tag."},
+	"InvalidPartOrder":                  {http.StatusBadRequest, "The list of parts was not in ascending order. Parts must be ordered by part number."},
+	"InvalidRange":                      {http.StatusRequestedRangeNotSatisfiable, "The requested range is not satisfiable"},
+	"InvalidRequest":                    {http.StatusBadRequest, "Invalid Request"},
+	"InvalidStorageClass":               {http.StatusBadRequest, "The storage class you specified is not valid."},
+	"InvalidTag":                        {http.StatusBadRequest, "The tag provided was not a valid tag."},
+	"KeyTooLongError":                   {http.StatusBadRequest, "Your key is too long."},
+	"MalformedXML":                      {http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."},
+	"MalformedTrailerError":             {http.StatusBadRequest, "The request contained trailing data that was not well-formed or did not conform to our published schema."},
+	"MaxMessageLengthExceeded":          {http.StatusBadRequest, "Your request was too big."},
+	"MetadataTooLarge":                  {http.StatusBadRequest, "Your metadata headers exceed the maximum allowed metadata size."},
+	"MethodNotAllowed":                  {http.StatusMethodNotAllowed, "The specified method is not allowed against this resource."},
+	"MissingContentLength":              {http.StatusLengthRequired, "You must provide the Content-Length HTTP header."},
+	"MissingSecurityHeader":             {http.StatusBadRequest, "Your request is missing a required header."},
+	"NoSuchBucket":                      {http.StatusNotFound, "The specified bucket does not exist."},
+	"NoSuchKey":                         {http.StatusNotFound, "The specified key does not exist."},
+	"NoSuchTagSet":                      {http.StatusNotFound, "The TagSet does not exist."},
+	"NoSuchUpload":                      {http.StatusNotFound, "The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed."},
+	"NotImplemented":                    {http.StatusNotImplemented, "A header you provided implies functionality that is not implemented."},
+	"ObjectConflict":                    {http.StatusConflict, "The key conflicts with an existing object or directory of the namespace."},
+	"PreconditionFailed":                {http.StatusPreconditionFailed, "At least one of the pre-conditions you specified did not hold."},
+	"RequestTimeTooSkewed":              {http.StatusForbidden, "The difference between the request time and the server's time is too large."},
+	"ServiceUnavailable":                {http.StatusServiceUnavailable, "Please reduce your request rate."},
+	"SignatureDoesNotMatch":             {http.StatusForbidden, "The request signature we calculated does not match the signature you provided. Check your key and signing method."},
+	"SlowDown":                          {http.StatusServiceUnavailable, "Please reduce your request rate."},
+	"TooManyParts":                      {http.StatusBadRequest, "An upload may have at most 10000 parts."},
+	"XAmzContentSHA256Mismatch":         {http.StatusBadRequest, "The provided 'x-amz-content-sha256' header does not match what was computed."},
+	"InvalidChunkSizeError":             {http.StatusBadRequest, "Only the last chunk is allowed to have a size less than 8192 bytes"},
+	"NotModified":                       {http.StatusNotModified, "Not Modified"},
+}
+
+// errCode builds the APIError for code, with msg replacing the default
+// message when non-empty.
+func errCode(code string, msg string, args ...any) *APIError {
+	e, ok := s3Errors[code]
+	if !ok {
+		e = s3Errors["InternalError"]
+	}
+	m := e.msg
+	if msg != "" {
+		m = fmt.Sprintf(msg, args...)
+	}
+	return &APIError{Code: code, Status: e.status, Message: m}
+}
+
+// toAPIError maps any error to the S3 error a client should see: APIErrors
+// pass through; errnos from the namespace map by the table below; anything
+// else is an InternalError (its text is logged, not sent).
+func toAPIError(err error) *APIError {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return errCode("SlowDown", "The request did not complete in time.")
+	}
+	switch errnoOf(err) {
+	case syscall.ENOENT:
+		return errCode("NoSuchKey", "")
+	case syscall.EEXIST:
+		return errCode("PreconditionFailed", "")
+	case syscall.ECANCELED:
+		return errCode("PreconditionFailed", "")
+	case syscall.ENOTDIR:
+		return errCode("ObjectConflict", "A parent of the key is an object (a file), so the key cannot be created below it.")
+	case syscall.EISDIR:
+		return errCode("ObjectConflict", "The key names a directory that holds other objects.")
+	case syscall.ENOTEMPTY:
+		return errCode("ObjectConflict", "The key names a directory that is not empty.")
+	case syscall.ENAMETOOLONG:
+		return errCode("KeyTooLongError", "")
+	case syscall.EINVAL:
+		return errCode("InvalidArgument", "")
+	case syscall.EACCES, syscall.EPERM:
+		return errCode("AccessDenied", "")
+	case syscall.EFBIG:
+		return errCode("EntityTooLarge", "")
+	case syscall.ENOSPC, syscall.EDQUOT:
+		return errCode("ServiceUnavailable", "The file system is out of space.")
+	}
+	return errCode("InternalError", "")
+}
+
+// errorBody is the XML shape of every S3 error response.
+type errorBody struct {
+	XMLName   xml.Name `xml:"Error"`
+	Code      string   `xml:"Code"`
+	Message   string   `xml:"Message"`
+	Key       string   `xml:"Key,omitempty"`
+	Bucket    string   `xml:"BucketName,omitempty"`
+	Resource  string   `xml:"Resource,omitempty"`
+	RequestID string   `xml:"RequestId"`
+	HostID    string   `xml:"HostId"`
+}
+
+// errnoOf extracts the POSIX errno of a namespace error, whether it arrives
+// as a syscall.Errno (wrapped in a path error) or still as a wire error.
+func errnoOf(err error) syscall.Errno {
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	return metaapi.Errno(err)
+}
