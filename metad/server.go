@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/metaapi"
 	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
@@ -36,6 +38,12 @@ type Config struct {
 	Storage    *rpc.Client
 	GCInterval time.Duration
 	GCBatch    int
+	// Mgmtd, when set with Addr, registers this metad (so clients find it)
+	// and reaps the write sessions of clients that stopped registering,
+	// every ReapEvery (default 10 s). ID names it (default: Addr).
+	Mgmtd     *client.Mgmtd
+	Addr, ID  string
+	ReapEvery time.Duration
 }
 
 // Server serves the namespace over RPC.
@@ -47,6 +55,7 @@ type Server struct {
 	storage storageapi.Client
 	stop    context.CancelFunc
 	done    chan struct{}
+	bg      sync.WaitGroup // registration and session reaping
 }
 
 // New opens the namespace (creating its root on first use) and registers the
@@ -79,6 +88,9 @@ func New(cfg Config) (*Server, error) {
 		go func() { defer close(s.done); s.runGC(ctx, cfg.GCInterval, cfg.GCBatch) }()
 	} else {
 		close(s.done)
+	}
+	if cfg.Mgmtd != nil && cfg.Addr != "" {
+		s.startRegistry(ctx, cfg)
 	}
 	rpc.Handle(s.rpc, metaapi.MethodStat, s.stat)
 	rpc.Handle(s.rpc, metaapi.MethodLookup, s.lookup)
@@ -118,6 +130,7 @@ func (s *Server) Serve(l net.Listener) error { return s.rpc.Serve(l) }
 func (s *Server) Close() error {
 	s.stop()
 	<-s.done
+	s.bg.Wait()
 	return s.rpc.Close()
 }
 

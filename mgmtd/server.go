@@ -59,6 +59,8 @@ func New(cfg Config) (*Server, error) {
 	rpc.Handle(s.rpc, mgmtdapi.MethodSetChains, s.handleSetChains)
 	rpc.Handle(s.rpc, mgmtdapi.MethodSetTargetHeld, s.handleSetTargetHeld)
 	rpc.Handle(s.rpc, mgmtdapi.MethodListNodes, s.handleListNodes)
+	rpc.Handle(s.rpc, mgmtdapi.MethodRegister, s.handleRegister)
+	rpc.Handle(s.rpc, mgmtdapi.MethodListServices, s.handleListServices)
 	s.wg.Add(2)
 	go s.leaseLoop()
 	go s.scanLoop()

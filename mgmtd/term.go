@@ -19,6 +19,8 @@ type term struct {
 	nodes   map[routing.NodeID]*nodeState
 	targets map[routing.TargetID]targetState
 	held    map[routing.TargetID]bool
+
+	services map[[2]string]*serviceState // by kind and id
 }
 
 // nodeState is one storage node's liveness and last reports.
@@ -47,7 +49,8 @@ type targetState struct {
 // report or stay silent for T.
 func newTerm(id uint64, st *state, now, bootUntil time.Time) *term {
 	t := &term{id: id, since: now, bootUntil: bootUntil,
-		nodes: map[routing.NodeID]*nodeState{}, targets: map[routing.TargetID]targetState{}, held: map[routing.TargetID]bool{}}
+		nodes: map[routing.NodeID]*nodeState{}, targets: map[routing.TargetID]targetState{}, held: map[routing.TargetID]bool{},
+		services: map[[2]string]*serviceState{}}
 	for nid, n := range st.info.Nodes {
 		t.node(nid, now).addr = n.Addr
 	}

@@ -51,7 +51,11 @@ one), and any can be restarted; clients retry on another with the same request i
 			}
 			defer db.Close()
 			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			cfg := metad.Config{KV: db, RPC: rpc.Options{Token: token, Logger: log}, Logger: log}
+			l, err := net.Listen("tcp", listen)
+			if err != nil {
+				return err
+			}
+			cfg := metad.Config{KV: db, RPC: rpc.Options{Token: token, Logger: log}, Logger: log, Addr: l.Addr().String()}
 			if len(mgmtds) > 0 {
 				// Routing brings chain tables (new files' layouts) and turns on
 				// the GC worker that deletes removed files' chunks.
@@ -64,14 +68,11 @@ one), and any can be restarted; clients retry on another with the same request i
 					return fmt.Errorf("reach mgmtd %v: %w", mgmtds, err)
 				}
 				defer src.Close()
-				cfg.Routing, cfg.Storage = src, rc
+				cfg.Routing, cfg.Storage, cfg.Mgmtd = src, rc, src.Mgmtd()
 			}
 			srv, err := metad.New(cfg)
 			if err != nil {
-				return err
-			}
-			l, err := net.Listen("tcp", listen)
-			if err != nil {
+				l.Close()
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "metad listening on %s (kv %s)\n", l.Addr(), kvc.Engine)

@@ -122,15 +122,17 @@ func runServer(ctx context.Context, o serverOptions, out interface{ Write([]byte
 		return err
 	}
 	defer msrc.Close()
-	md, err := metad.New(metad.Config{KV: db, Routing: msrc, Storage: rc, RPC: ropts, Logger: log})
-	if err != nil {
-		return err
-	}
-	defer md.Close()
 	mdl, err := net.Listen("tcp", o.metadAddr)
 	if err != nil {
 		return fmt.Errorf("metad: %w", err)
 	}
+	md, err := metad.New(metad.Config{KV: db, Routing: msrc, Storage: rc, RPC: ropts, Logger: log,
+		Mgmtd: msrc.Mgmtd(), Addr: mdl.Addr().String(), ID: "server"})
+	if err != nil {
+		mdl.Close()
+		return err
+	}
+	defer md.Close()
 	go md.Serve(mdl)
 
 	// One storage service per disk.

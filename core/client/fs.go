@@ -8,6 +8,7 @@ import (
 	"io"
 	"path"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,12 +23,17 @@ import (
 // unavailable one, reusing the request id, so a retried create or rename
 // gets the first attempt's result.
 type FS struct {
-	meta     []metaapi.Client
+	meta     atomic.Pointer[[]metaapi.Client]
+	rc       *rpc.Client
 	chunks   *ChunkIO
 	routing  routing.Source
 	clientID uint64
 	parallel int // chunk pieces in flight per call
 	cache    *inodeCache
+	// MetaRetry bounds how long a metadata call keeps trying while no metad
+	// answers (a restart, a failover); the caller's deadline can cut it short.
+	MetaRetry time.Duration
+	closers   []func()
 }
 
 // DefaultInodeTTL is how long a path lookup is trusted: changes made by other
@@ -39,11 +45,41 @@ func (fs *FS) SetInodeTTL(d time.Duration) { fs.cache = newInodeCache(d, 1<<20) 
 
 // NewFS returns an FS over the metad addresses, routing and an rpc client.
 func NewFS(src routing.Source, rc *rpc.Client, metadAddrs []string, chunks *ChunkIO) *FS {
-	fs := &FS{chunks: chunks, routing: src, clientID: chunks.clientID, parallel: 8, cache: newInodeCache(DefaultInodeTTL, 1<<20)}
-	for _, a := range metadAddrs {
-		fs.meta = append(fs.meta, metaapi.Client{RPC: rc, Addr: a})
-	}
+	fs := &FS{rc: rc, chunks: chunks, routing: src, clientID: chunks.clientID, parallel: 8,
+		cache: newInodeCache(DefaultInodeTTL, 1<<20), MetaRetry: 10 * time.Second}
+	fs.setMetad(metadAddrs)
 	return fs
+}
+
+// setMetad replaces the metad addresses calls go to.
+func (fs *FS) setMetad(addrs []string) {
+	list := make([]metaapi.Client, 0, len(addrs))
+	for _, a := range addrs {
+		list = append(list, metaapi.Client{RPC: fs.rc, Addr: a})
+	}
+	fs.meta.Store(&list)
+}
+
+// MetadAddrs returns the metad addresses in use.
+func (fs *FS) MetadAddrs() []string {
+	var out []string
+	for _, m := range *fs.meta.Load() {
+		out = append(out, m.Addr)
+	}
+	return out
+}
+
+// ClientID is the id this client's write sessions are held under.
+func (fs *FS) ClientID() uint64 { return fs.clientID }
+
+// Close stops what Dial started (registration, routing updates, connections).
+// An FS built with NewFS has nothing to stop.
+func (fs *FS) Close() error {
+	for i := len(fs.closers) - 1; i >= 0; i-- {
+		fs.closers[i]()
+	}
+	fs.closers = nil
+	return nil
 }
 
 // PathError wraps an errno with the operation and path, like os.PathError.
@@ -67,21 +103,50 @@ func pathErr(op, p string, err error) error {
 	return &fsPathError{Op: op, Path: p, Err: err}
 }
 
-// callMeta runs op against each metad in turn while they are unavailable.
-func callMeta[T any](fs *FS, op func(m metaapi.Client) (T, error)) (T, error) {
+// callMeta runs op against each metad in turn while they are unavailable,
+// sweeping again with growing pauses for up to MetaRetry (or until ctx ends).
+// Mutations carry one request id across all attempts, so a retry of a call
+// that did land gets the first attempt's result.
+func callMeta[T any](ctx context.Context, fs *FS, op func(m metaapi.Client) (T, error)) (T, error) {
 	var zero T
 	var last error
-	for _, m := range fs.meta {
-		v, err := op(m)
-		if err == nil || rpc.CodeOf(err) != rpc.Unavailable {
-			return v, err
+	start := time.Now()
+	pause := 20 * time.Millisecond
+	for {
+		list := *fs.meta.Load()
+		for _, m := range list {
+			v, err := op(m)
+			if err == nil || !metaUnavailable(err) {
+				return v, err
+			}
+			last = err
+			if ctx.Err() != nil {
+				return zero, err
+			}
 		}
-		last = err
+		if len(list) == 0 {
+			last = errors.New("client: no metad known")
+		}
+		if time.Since(start)+pause > fs.MetaRetry {
+			return zero, fmt.Errorf("%w (no metad answered for %v)", last, fs.MetaRetry)
+		}
+		select {
+		case <-ctx.Done():
+			return zero, fmt.Errorf("%w (last error: %w)", ctx.Err(), last)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 500*time.Millisecond)
 	}
-	if last == nil {
-		last = errors.New("client: no metad configured")
+}
+
+// metaUnavailable: the call did not reach a working metad (another may
+// answer, or this one after a restart).
+func metaUnavailable(err error) bool {
+	switch rpc.CodeOf(err) {
+	case rpc.Unavailable, rpc.Aborted:
+		return true
 	}
-	return zero, last
+	return false
 }
 
 func newReqID() metaapi.RequestID {
@@ -102,7 +167,7 @@ func (fs *FS) resolve(ctx context.Context, p string) (metaapi.Inode, error) {
 // resolveFresh asks metad, and caches the answer.
 func (fs *FS) resolveFresh(ctx context.Context, p string) (metaapi.Inode, error) {
 	p = path.Clean("/" + p)
-	r, err := callMeta(fs, func(m metaapi.Client) (*metaapi.InodeResp, error) {
+	r, err := callMeta(ctx, fs, func(m metaapi.Client) (*metaapi.InodeResp, error) {
 		return m.Resolve(ctx, &metaapi.ResolveReq{Path: p, FollowLast: true})
 	})
 	if err != nil {
@@ -126,7 +191,7 @@ func (fs *FS) Mkdir(ctx context.Context, p string, mode uint32) error {
 		return pathErr("mkdir", p, err)
 	}
 	id := newReqID()
-	r, err := callMeta(fs, func(m metaapi.Client) (*metaapi.InodeResp, error) {
+	r, err := callMeta(ctx, fs, func(m metaapi.Client) (*metaapi.InodeResp, error) {
 		return m.Mkdir(ctx, &metaapi.MkdirReq{ReqID: id, Parent: parent.ID, Name: name, Mode: mode})
 	})
 	fs.cache.forget(path.Clean("/" + p))
@@ -145,7 +210,7 @@ func (fs *FS) ReadDir(ctx context.Context, p string) ([]metaapi.DirEntry, error)
 	var out []metaapi.DirEntry
 	after := ""
 	for {
-		page, err := callMeta(fs, func(m metaapi.Client) (*metaapi.ReadDirResp, error) {
+		page, err := callMeta(ctx, fs, func(m metaapi.Client) (*metaapi.ReadDirResp, error) {
 			return m.ReadDir(ctx, &metaapi.ReadDirReq{Dir: dir.ID, After: after, Limit: 1024})
 		})
 		if err != nil {
@@ -172,7 +237,7 @@ func (fs *FS) Rename(ctx context.Context, from, to string) error {
 		return pathErr("rename", to, err)
 	}
 	id := newReqID()
-	_, err = callMeta(fs, func(m metaapi.Client) (struct{}, error) {
+	_, err = callMeta(ctx, fs, func(m metaapi.Client) (struct{}, error) {
 		return struct{}{}, m.Rename(ctx, &metaapi.RenameReq{ReqID: id, SrcParent: src.ID, SrcName: fn, DstParent: dst.ID, DstName: tn})
 	})
 	fs.cache.forget(path.Clean("/" + from))
@@ -192,7 +257,7 @@ func (fs *FS) Remove(ctx context.Context, p string) error {
 		return pathErr("remove", p, err)
 	}
 	id := newReqID()
-	_, err = callMeta(fs, func(m metaapi.Client) (struct{}, error) {
+	_, err = callMeta(ctx, fs, func(m metaapi.Client) (struct{}, error) {
 		req := &metaapi.RemoveReq{ReqID: id, Parent: parent.ID, Name: name}
 		if in.Type == metaapi.TypeDir {
 			return struct{}{}, m.Rmdir(ctx, req)
@@ -212,7 +277,16 @@ type File struct {
 	chains  []routing.ChainID
 	mu      sync.Mutex
 	end     uint64 // the largest offset written through this handle
+	wrote   bool   // data written since the last length report
+	// reported is when the length was last reported (writers report every
+	// ReportEvery, so other clients see a growing file grow).
+	reported  time.Time
+	reporting bool
 }
+
+// ReportEvery is how often a writer reports its length to metad while it
+// writes (and at fsync and close).
+const ReportEvery = 3 * time.Second
 
 // Create creates (or truncates) a file and opens it for writing.
 func (fs *FS) Create(ctx context.Context, p string, mode uint32) (*File, error) {
@@ -222,7 +296,7 @@ func (fs *FS) Create(ctx context.Context, p string, mode uint32) (*File, error) 
 		return nil, pathErr("create", p, err)
 	}
 	id := newReqID()
-	r, err := callMeta(fs, func(m metaapi.Client) (*metaapi.CreateResp, error) {
+	r, err := callMeta(ctx, fs, func(m metaapi.Client) (*metaapi.CreateResp, error) {
 		return m.Create(ctx, &metaapi.CreateReq{ReqID: id, Parent: parent.ID, Name: name, Mode: mode, Truncate: true, Write: true, Client: fs.clientID})
 	})
 	fs.cache.forget(path.Clean("/" + p))
@@ -247,7 +321,7 @@ func (fs *FS) Open(ctx context.Context, p string) (*File, error) {
 }
 
 func (fs *FS) file(p string, in metaapi.Inode, session []byte) (*File, error) {
-	f := &File{fs: fs, path: p, inode: in, session: session}
+	f := &File{fs: fs, path: p, inode: in, session: session, reported: time.Now()}
 	l := in.Layout
 	chains, ok := fs.routing.Current().Table(l.TableID, l.TableVersion)
 	if !ok {
@@ -310,6 +384,9 @@ func (f *File) WriteAtContext(ctx context.Context, p []byte, off int64) (int, er
 	if off < 0 {
 		return 0, pathErr("write", f.path, syscall.EINVAL)
 	}
+	if uint64(off)+uint64(len(p)) > metaapi.MaxFileSize {
+		return 0, pathErr("write", f.path, syscall.EFBIG)
+	}
 	l := f.inode.Layout
 	err := f.forPieces(ctx, uint64(off), uint64(len(p)), func(ctx context.Context, pc layout.Piece, chain routing.ChainID) error {
 		data := p[pc.OffsetInBuffer : pc.OffsetInBuffer+uint64(pc.Length)]
@@ -321,7 +398,15 @@ func (f *File) WriteAtContext(ctx context.Context, p []byte, off int64) (int, er
 	}
 	f.mu.Lock()
 	f.end = max(f.end, uint64(off)+uint64(len(p)))
+	f.wrote = true
+	due := !f.reporting && time.Since(f.reported) >= ReportEvery
+	if due {
+		f.reporting = true
+	}
 	f.mu.Unlock()
+	if due {
+		go f.reportInBackground()
+	}
 	return len(p), nil
 }
 
@@ -375,15 +460,17 @@ func (f *File) CloseContext(ctx context.Context) error {
 		return nil
 	}
 	f.mu.Lock()
-	end := f.end
+	end, wrote, tv := f.end, f.wrote, f.inode.TruncateVer
 	f.mu.Unlock()
-	r, err := callMeta(f.fs, func(m metaapi.Client) (*metaapi.InodeResp, error) {
-		return m.Close(ctx, &metaapi.CloseReq{Session: f.session, TruncateVer: f.inode.TruncateVer, Length: end})
+	r, err := callMeta(ctx, f.fs, func(m metaapi.Client) (*metaapi.InodeResp, error) {
+		return m.Close(ctx, &metaapi.CloseReq{Session: f.session, TruncateVer: tv, Length: end, Wrote: wrote})
 	})
 	if err != nil {
 		return pathErr("close", f.path, err)
 	}
-	f.inode, f.session = r.Inode, nil
+	f.mu.Lock()
+	f.inode, f.session, f.wrote = r.Inode, nil, false
+	f.mu.Unlock()
 	f.fs.cache.put(path.Clean("/"+f.path), r.Inode) // with its settled length
 	return nil
 }

@@ -17,6 +17,10 @@ type inodeCache struct {
 	ttl     time.Duration
 	max     int
 	entries map[string]cachedInode
+	// below counts cached entries strictly under each directory path, so
+	// forgetting a path with nothing cached below it (every create and
+	// unlink) does not scan the whole cache.
+	below map[string]int
 }
 
 type cachedInode struct {
@@ -25,7 +29,7 @@ type cachedInode struct {
 }
 
 func newInodeCache(ttl time.Duration, max int) *inodeCache {
-	return &inodeCache{ttl: ttl, max: max, entries: map[string]cachedInode{}}
+	return &inodeCache{ttl: ttl, max: max, entries: map[string]cachedInode{}, below: map[string]int{}}
 }
 
 func (c *inodeCache) get(p string) (metaapi.Inode, bool) {
@@ -49,6 +53,10 @@ func (c *inodeCache) put(p string, in metaapi.Inode) {
 	defer c.mu.Unlock()
 	if len(c.entries) >= c.max {
 		clear(c.entries)
+		clear(c.below)
+	}
+	if _, ok := c.entries[p]; !ok {
+		c.adjustAncestors(p, 1)
 	}
 	c.entries[p] = cachedInode{inode: in, expires: time.Now().Add(c.ttl)}
 }
@@ -58,11 +66,39 @@ func (c *inodeCache) put(p string, in metaapi.Inode) {
 func (c *inodeCache) forget(p string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.entries, p)
+	c.drop(p)
+	if c.below[p] == 0 {
+		return
+	}
 	prefix := strings.TrimSuffix(p, "/") + "/"
 	for k := range c.entries {
 		if strings.HasPrefix(k, prefix) {
-			delete(c.entries, k)
+			c.drop(k)
+		}
+	}
+}
+
+// forgetTree is forget (kept as a name for callers that mean a subtree).
+func (c *inodeCache) forgetTree(p string) { c.forget(p) }
+
+func (c *inodeCache) drop(p string) {
+	if _, ok := c.entries[p]; ok {
+		delete(c.entries, p)
+		c.adjustAncestors(p, -1)
+	}
+}
+
+// adjustAncestors adds d to the below count of every ancestor of p.
+func (c *inodeCache) adjustAncestors(p string, d int) {
+	for p != "/" && p != "" && p != "." {
+		i := strings.LastIndexByte(p, '/')
+		if i <= 0 {
+			p = "/"
+		} else {
+			p = p[:i]
+		}
+		if c.below[p] += d; c.below[p] <= 0 {
+			delete(c.below, p)
 		}
 	}
 }

@@ -31,6 +31,8 @@ type ClusterConfig struct {
 	NoSync   bool
 	// ResyncBytesPerSec throttles recovery (0: storaged's default).
 	ResyncBytesPerSec int64
+	// KV is mgmtd's store (default: a fresh in-memory one).
+	KV *kv.DB
 }
 
 // Cluster is a managed in-process cluster.
@@ -104,7 +106,11 @@ func StartCluster(tb TB, cfg ClusterConfig) *Cluster {
 	if cfg.T <= 0 {
 		cfg.T = 600 * time.Millisecond
 	}
-	c := &Cluster{tb: tb, cfg: cfg, KV: memkv.Open(kv.Options{}), Net: NewNetwork(), Token: "cluster-token"}
+	db := cfg.KV
+	if db == nil {
+		db = memkv.Open(kv.Options{})
+	}
+	c := &Cluster{tb: tb, cfg: cfg, KV: db, Net: NewNetwork(), Token: "cluster-token"}
 	base := tb.TempDir()
 	for i := 0; i < cfg.Mgmtds; i++ {
 		m := &MgmtdNode{ID: fmt.Sprintf("m%d", i+1), Name: fmt.Sprintf("m%d", i+1), Addr: reserve(tb)}

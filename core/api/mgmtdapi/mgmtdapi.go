@@ -19,6 +19,8 @@ const (
 	MethodSetChains     rpc.Method = 0x0104 // primary only: create or replace chains
 	MethodSetTargetHeld rpc.Method = 0x0105 // primary only: take a target offline by hand, or release it
 	MethodListNodes     rpc.Method = 0x0106 // the primary; another mgmtd answers NotPrimary, or a partial list when no primary is elected
+	MethodRegister      rpc.Method = 0x0107 // primary only: a service (metad, gateway, client) says it is alive
+	MethodListServices  rpc.Method = 0x0108 // primary only: the registered services
 )
 
 // Error codes.
@@ -43,6 +45,8 @@ func init() {
 	rpc.RegisterMethod(MethodSetChains, "mgmtd.SetChains")
 	rpc.RegisterMethod(MethodSetTargetHeld, "mgmtd.SetTargetHeld")
 	rpc.RegisterMethod(MethodListNodes, "mgmtd.ListNodes")
+	rpc.RegisterMethod(MethodRegister, "mgmtd.Register")
+	rpc.RegisterMethod(MethodListServices, "mgmtd.ListServices")
 }
 
 // notPrimaryMark precedes the primary's address in a NotPrimary message.
@@ -210,5 +214,58 @@ func (c Client) SetTargetHeld(ctx context.Context, addr string, req *SetTargetHe
 
 func (c Client) ListNodes(ctx context.Context, addr string) (*ListNodesResp, error) {
 	resp, _, err := rpc.Call[ListNodesReq, ListNodesResp](ctx, c.RPC, addr, MethodListNodes, &ListNodesReq{}, nil)
+	return resp, err
+}
+
+// Service kinds that register with mgmtd.
+const (
+	KindMetad   = "metad"
+	KindGateway = "gateway"
+	KindClient  = "client" // a client holding write sessions (a mount, a gateway's client)
+	KindConsole = "console"
+)
+
+// RegisterReq says a service is alive; services repeat it every TTL/3. The
+// registry is the primary's memory: a new primary learns it anew.
+type RegisterReq struct {
+	Kind string `cbor:"1,keyasint"`
+	ID   string `cbor:"2,keyasint"`
+	Addr string `cbor:"3,keyasint,omitempty"`
+}
+
+// RegisterResp gives the TTL after which a silent service counts as gone.
+type RegisterResp struct {
+	TTLMillis uint64 `cbor:"1,keyasint"`
+}
+
+// ListServicesReq asks for the services of one kind ("" for all).
+type ListServicesReq struct {
+	Kind string `cbor:"1,keyasint,omitempty"`
+}
+
+// ServiceStatus is one registered service.
+type ServiceStatus struct {
+	Kind     string `cbor:"1,keyasint"`
+	ID       string `cbor:"2,keyasint"`
+	Addr     string `cbor:"3,keyasint,omitempty"`
+	LastSeen int64  `cbor:"4,keyasint"` // unix ns
+	Alive    bool   `cbor:"5,keyasint,omitempty"`
+}
+
+// ListServicesResp lists services. Complete is false while the primary is
+// younger than the TTL: a live service may not have re-registered yet, so
+// nobody may conclude from its absence that it is gone (session reaping).
+type ListServicesResp struct {
+	Services []ServiceStatus `cbor:"1,keyasint"`
+	Complete bool            `cbor:"2,keyasint,omitempty"`
+}
+
+func (c Client) Register(ctx context.Context, addr string, req *RegisterReq) (*RegisterResp, error) {
+	resp, _, err := rpc.Call[RegisterReq, RegisterResp](ctx, c.RPC, addr, MethodRegister, req, nil)
+	return resp, err
+}
+
+func (c Client) ListServices(ctx context.Context, addr string, req *ListServicesReq) (*ListServicesResp, error) {
+	resp, _, err := rpc.Call[ListServicesReq, ListServicesResp](ctx, c.RPC, addr, MethodListServices, req, nil)
 	return resp, err
 }

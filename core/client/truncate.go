@@ -1,0 +1,85 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flyfs/flyfs/core/api/metaapi"
+	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/layout"
+	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/core/rpc"
+)
+
+// dropChunksPast makes storage agree with a file cut to size: the chunk the
+// new end falls in is cut to it, and every later chunk is removed on every
+// chain of the file. metad changed the length first, so readers never see
+// the stale bytes (reads stop at the length); a later extension must read
+// zeros there, which is why the bytes must really go.
+func (fs *FS) dropChunksPast(ctx context.Context, in metaapi.Inode, size uint64) error {
+	if in.Type != metaapi.TypeFile || in.Layout.TableID == 0 || in.Layout.ChunkSize == 0 {
+		return nil
+	}
+	l := in.Layout
+	chains, err := fs.chainsOf(l)
+	if err != nil {
+		return err
+	}
+	cs := uint64(l.ChunkSize)
+	first := size / cs // the first chunk index to remove entirely
+	if size%cs != 0 {
+		idx := size / cs
+		_, err := fs.chunks.Update(ctx, Update{Chain: chains[idx%uint64(len(chains))], Chunk: layout.MakeChunkID(in.ID, idx),
+			Kind: storageapi.KindTruncate, Length: uint32(size % cs), ChunkSize: l.ChunkSize})
+		if err != nil {
+			return fmt.Errorf("cut chunk %d: %w", idx, err)
+		}
+		first++
+	}
+	_, end := layout.InodeChunks(in.ID)
+	for _, c := range chains {
+		if err := fs.chunks.RemoveRange(ctx, c, layout.MakeChunkID(in.ID, first), end); err != nil {
+			return fmt.Errorf("remove chunks past %d on chain %d: %w", size, c, err)
+		}
+	}
+	return nil
+}
+
+// chainsOf returns the chains of a layout, in the file's order.
+func (fs *FS) chainsOf(l layout.Layout) ([]routing.ChainID, error) {
+	chains, ok := fs.routing.Current().Table(l.TableID, l.TableVersion)
+	if !ok {
+		return nil, fmt.Errorf("chain table %d version %d is not in routing", l.TableID, l.TableVersion)
+	}
+	return l.Chains(layout.ChainTable{ID: l.TableID, Version: l.TableVersion, Chains: chains})
+}
+
+// RemoveRange removes the chunks [begin, end) of one chain through its head,
+// page by page, retrying through routing changes.
+func (c *ChunkIO) RemoveRange(ctx context.Context, chain routing.ChainID, begin, end layout.ChunkID) error {
+	for {
+		more := false
+		err := c.retry(ctx, func(info *routing.Info) error {
+			ch, ok := info.Chain(chain)
+			if !ok {
+				return rpc.Errorf(storageapi.CodeNoTarget, "chain %d not in routing", chain)
+			}
+			head, ok := ch.Head()
+			if !ok {
+				return rpc.Errorf(rpc.Unavailable, "chain %d has no serving target", chain)
+			}
+			addr, _ := info.Addr(head.Node)
+			resp, err := c.storage.RemoveChunks(ctx, addr, &storageapi.ChunkRange{Chain: uint32(chain), ChainVer: ch.Version, Begin: begin, End: end, Max: 256})
+			if err == nil {
+				more = resp.More
+			}
+			return err
+		})
+		if err != nil || !more {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
