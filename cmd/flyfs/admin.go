@@ -40,6 +40,9 @@ are sent to the primary, found by following redirects).`,
 	pf.StringVar(&o.token, "token", "", "cluster token")
 	pf.DurationVar(&o.timeout, "timeout", 10*time.Second, "give up after this long")
 	cmd.AddCommand(adminNodesCmd(o), adminChainsCmd(o), adminCreateChainsCmd(o), adminHoldCmd(o, true), adminHoldCmd(o, false))
+	for _, mk := range extraAdminCommands {
+		cmd.AddCommand(mk(o))
+	}
 	return cmd
 }
 

@@ -12,6 +12,9 @@ import (
 var (
 	extraCommands      []*cobra.Command
 	extraBenchCommands []*cobra.Command
+	// extraAdminCommands build `flyfs admin` subcommands over the shared
+	// admin flags (--mgmtd, --token, --timeout).
+	extraAdminCommands []func(*adminOptions) *cobra.Command
 )
 
 // pendingRole is a role whose service is not built yet: its subcommand says so
