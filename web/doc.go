@@ -1,3 +1,4 @@
-// Package web is the admin console: embedded static pages and their JSON API.
-// Built by the console issue.
+// Package web holds the admin console's pages (static/: index.html, CSS and
+// JavaScript modules), embedded in the binary. The console package serves
+// them with the JSON API behind them.
 package web

@@ -1,0 +1,600 @@
+package console
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flyfs/flyfs/core/api/mgmtdapi"
+	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/core/rpc"
+)
+
+// routing returns the newest routing from any mgmtd.
+func (c *Console) routing(ctx context.Context) (*routing.Info, error) {
+	info, _, err := c.routingBoot(ctx)
+	return info, err
+}
+
+func (c *Console) routingBoot(ctx context.Context) (*routing.Info, bool, error) {
+	c.rmu.Lock()
+	have := uint64(0)
+	if c.rinfo != nil {
+		have = c.rinfo.Version
+	}
+	c.rmu.Unlock()
+	resp, err := c.mgmtd.GetRouting(ctx, have)
+	if err != nil {
+		return nil, false, err
+	}
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	c.rboot = resp.Bootstrapping
+	if resp.Info != nil && (c.rinfo == nil || resp.Info.Version > c.rinfo.Version) {
+		c.rinfo = resp.Info
+	}
+	if c.rinfo == nil {
+		return nil, false, errors.New("the cluster manager sent no routing")
+	}
+	return c.rinfo, c.rboot, nil
+}
+
+// clusterDown answers 503 cluster_unavailable: the page shows its banner.
+func clusterDown(w http.ResponseWriter, err error) {
+	apiError(w, http.StatusServiceUnavailable, "cluster_unavailable", "cannot reach the cluster managers: "+err.Error())
+}
+
+// chainState: ok (all serving), degraded (some target not serving, data
+// still readable), unavailable (no serving target: reads and writes stop).
+func chainState(ch *routing.Chain) string {
+	serving := 0
+	for _, t := range ch.Targets {
+		if t.Public == routing.Serving {
+			serving++
+		}
+	}
+	switch {
+	case serving == 0:
+		return "unavailable"
+	case serving < len(ch.Targets):
+		return "degraded"
+	}
+	return "ok"
+}
+
+type healthJSON struct {
+	State   string   `json:"state"` // healthy, degraded, unavailable
+	Reasons []string `json:"reasons"`
+}
+
+type mgmtdJSON struct {
+	ID      string `json:"id"`
+	Addr    string `json:"addr"`
+	Primary bool   `json:"primary"`
+}
+
+type diskJSON struct {
+	Node      uint32 `json:"node"`
+	Index     int    `json:"index"`
+	Path      string `json:"path"`
+	UsedBytes uint64 `json:"usedBytes"`
+	FreeBytes uint64 `json:"freeBytes"`
+	Chunks    uint64 `json:"chunks"`
+	ReadOnly  bool   `json:"readOnly"`
+	Reason    string `json:"readOnlyReason,omitempty"`
+}
+
+type nodeTargetJSON struct {
+	Target uint32 `json:"target"`
+	Chain  uint32 `json:"chain"`
+	Local  string `json:"local"`
+}
+
+type storageNodeJSON struct {
+	Node          uint32           `json:"node"`
+	Addr          string           `json:"addr"`
+	State         string           `json:"state"` // alive, failed, no heartbeat, unknown
+	LastHeartbeat *time.Time       `json:"lastHeartbeat"`
+	Targets       []nodeTargetJSON `json:"targets"`
+	Disks         []diskJSON       `json:"disks"`
+}
+
+type capacityJSON struct {
+	UsedBytes uint64 `json:"usedBytes"`
+	FreeBytes uint64 `json:"freeBytes"`
+	Disks     int    `json:"disks"`
+	// FreeKnown: every disk reported its free space (storaged reports
+	// used bytes always, free bytes only where it measures them).
+	FreeKnown bool `json:"freeKnown"`
+}
+
+type chainCountJSON struct {
+	Total       int `json:"total"`
+	Degraded    int `json:"degraded"`
+	Unavailable int `json:"unavailable"`
+	Syncing     int `json:"syncingTargets"`
+}
+
+type overviewJSON struct {
+	Health         healthJSON        `json:"health"`
+	RoutingVersion uint64            `json:"routingVersion"`
+	Bootstrapping  bool              `json:"bootstrapping"`
+	Mgmtds         []mgmtdJSON       `json:"mgmtds"`
+	Storage        []storageNodeJSON `json:"storage"`
+	Services       []serviceJSON     `json:"services"`
+	Capacity       capacityJSON      `json:"capacity"`
+	Chains         chainCountJSON    `json:"chains"`
+	Namespace      *namespaceJSON    `json:"namespace"`
+	GCQueue        *int              `json:"gcQueue"`
+	Samples        []point           `json:"samples"`
+	Rates          []ratePoint       `json:"rates"`
+	SampleSeconds  float64           `json:"sampleSeconds"`
+	// Unreported names figures the page would show that no service reports.
+	Unreported []string `json:"unreported"`
+}
+
+type namespaceJSON struct {
+	Inodes int64  `json:"inodes"`
+	Bytes  int64  `json:"bytes"`
+	Error  string `json:"error,omitempty"`
+}
+
+// serviceJSON is a service registered with mgmtd (metad, gateway, console,
+// client).
+type serviceJSON struct {
+	Kind     string     `json:"kind"`
+	ID       string     `json:"id"`
+	Addr     string     `json:"addr"`
+	Alive    bool       `json:"alive"`
+	LastSeen *time.Time `json:"lastSeen"`
+}
+
+func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	info, boot, err := c.routingBoot(ctx)
+	if err != nil {
+		clusterDown(w, err)
+		return
+	}
+	nodes, err := c.mgmtd.ListNodes(ctx)
+	if err != nil {
+		clusterDown(w, err)
+		return
+	}
+	if !c.sampler.hasPoints() {
+		c.sampler.sample(ctx)
+	}
+	last, _ := c.sampler.stats(ctx, info)
+	out := overviewJSON{RoutingVersion: info.Version, Bootstrapping: boot, SampleSeconds: c.cfg.SampleInterval.Seconds(),
+		Mgmtds: []mgmtdJSON{}, Storage: []storageNodeJSON{}, Services: []serviceJSON{}}
+	out.Health.Reasons = []string{}
+	bad := func(state, why string) {
+		if state == "unavailable" || out.Health.State != "unavailable" {
+			out.Health.State = state
+		}
+		out.Health.Reasons = append(out.Health.Reasons, why)
+	}
+	out.Health.State = "healthy"
+
+	primary := false
+	for _, m := range nodes.Mgmtds {
+		out.Mgmtds = append(out.Mgmtds, mgmtdJSON{ID: m.ID, Addr: m.Addr, Primary: m.Primary})
+		primary = primary || m.Primary
+	}
+	if nodes.Partial || !primary {
+		bad("unavailable", "no primary cluster manager is elected: chain states cannot change")
+	}
+	if boot {
+		bad("degraded", "a new primary cluster manager is still hearing from every node")
+	}
+
+	allFree := true
+	for _, n := range nodes.Nodes {
+		sn := storageNodeJSON{Node: uint32(n.Node), Addr: n.Addr, Targets: []nodeTargetJSON{}, Disks: []diskJSON{}}
+		switch {
+		case nodes.Partial:
+			sn.State = "unknown"
+		case n.Alive:
+			sn.State = "alive"
+		case n.LastHeartbeat == 0:
+			sn.State = "no heartbeat"
+		default:
+			sn.State = "failed"
+		}
+		if n.LastHeartbeat != 0 {
+			t := time.Unix(0, n.LastHeartbeat).UTC()
+			sn.LastHeartbeat = &t
+		}
+		if !nodes.Partial && !n.Alive {
+			bad("degraded", fmt.Sprintf("storage node %d (%s) is %s", n.Node, dash(n.Addr), sn.State))
+		}
+		for _, t := range n.Targets {
+			sn.Targets = append(sn.Targets, nodeTargetJSON{Target: uint32(t.Target), Chain: uint32(t.Chain), Local: t.Local.String()})
+		}
+		var st = nodeStatsOf(last, n.Node)
+		for i, d := range n.Disks {
+			dj := diskJSON{Node: uint32(n.Node), Index: i, Path: d.Path, UsedBytes: d.UsedBytes, FreeBytes: d.FreeBytes, ReadOnly: d.ReadOnly}
+			if st != nil && i < len(st.Disks) {
+				dj.Chunks = st.Disks[i].Chunks
+				dj.Reason = st.Disks[i].ReadOnlyReason
+			}
+			if d.FreeBytes == 0 {
+				allFree = false
+			}
+			if d.ReadOnly {
+				bad("degraded", fmt.Sprintf("disk %s of storage node %d is read-only%s", d.Path, n.Node, prefixed(": ", dj.Reason)))
+			}
+			out.Capacity.UsedBytes += d.UsedBytes
+			out.Capacity.FreeBytes += d.FreeBytes
+			out.Capacity.Disks++
+			sn.Disks = append(sn.Disks, dj)
+		}
+		out.Storage = append(out.Storage, sn)
+	}
+	slices.SortFunc(out.Storage, func(a, b storageNodeJSON) int { return cmp.Compare(a.Node, b.Node) })
+	out.Capacity.FreeKnown = allFree && out.Capacity.Disks > 0
+
+	var unavailable, degraded []routing.ChainID
+	for _, ch := range info.Chains {
+		out.Chains.Total++
+		switch chainState(ch) {
+		case "unavailable":
+			out.Chains.Unavailable++
+			unavailable = append(unavailable, ch.ID)
+		case "degraded":
+			out.Chains.Degraded++
+			degraded = append(degraded, ch.ID)
+		}
+		for _, t := range ch.Targets {
+			if t.Public == routing.Syncing {
+				out.Chains.Syncing++
+			}
+		}
+	}
+	if len(unavailable) > 0 {
+		bad("unavailable", fmt.Sprintf("%d chain(s) have no serving replica (data on them cannot be read or written): %s", len(unavailable), idList(unavailable)))
+	}
+	if len(degraded) > 0 {
+		bad("degraded", fmt.Sprintf("%d chain(s) run with fewer replicas than configured: %s", len(degraded), idList(degraded)))
+	}
+	if out.Chains.Total == 0 {
+		bad("unavailable", "no chains are configured: nothing can be stored")
+	}
+
+	metads := 0
+	if svcs, err := c.mgmtd.Services(ctx, ""); err == nil {
+		for _, s := range svcs.Services {
+			sj := serviceJSON{Kind: s.Kind, ID: s.ID, Addr: s.Addr, Alive: s.Alive}
+			if s.LastSeen != 0 {
+				t := time.Unix(0, s.LastSeen).UTC()
+				sj.LastSeen = &t
+			}
+			if s.Kind == mgmtdapi.KindMetad && s.Alive {
+				metads++
+			}
+			out.Services = append(out.Services, sj)
+		}
+		slices.SortFunc(out.Services, func(a, b serviceJSON) int {
+			return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.ID, b.ID))
+		})
+		if metads == 0 && svcs.Complete {
+			bad("unavailable", "no metadata service (metad) is registered: the namespace cannot be used")
+		}
+	} else {
+		out.Unreported = append(out.Unreported, "registered services (metad, gateways): "+err.Error())
+	}
+	if c.cfg.FS != nil {
+		tot, err := c.namespaceTotalsErr(ctx)
+		nj := &namespaceJSON{Inodes: tot.inodes, Bytes: tot.bytes}
+		if err != nil {
+			nj.Error = err.Error()
+			bad("unavailable", "the metadata service does not answer: "+err.Error())
+		} else {
+			gc := int(tot.gc)
+			out.GCQueue = &gc
+		}
+		out.Namespace = nj
+	}
+	out.Samples, out.Rates = c.sampler.series()
+	out.Unreported = append(c.unreported(), out.Unreported...)
+	writeJSON(w, http.StatusOK, out)
+}
+
+// unreported lists what the page cannot show because no service reports it.
+func (c *Console) unreported() []string {
+	u := []string{
+		"read/write throughput and operations per second: no service counts them yet; the charts show the net change of stored bytes and chunks (and of namespace bytes and inodes) instead",
+		"recovery bytes total: storaged reports chunks done of total and bytes sent, not the bytes still to send",
+	}
+	if c.cfg.FS == nil {
+		u = append(u, "namespace totals and GC queue: this console has no metadata client")
+	}
+	return u
+}
+
+func nodeStatsOf(ns *nodeStats, id routing.NodeID) *storageapi.StatsResp {
+	if ns == nil {
+		return nil
+	}
+	return ns.nodes[id]
+}
+
+func prefixed(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + s
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// idList names up to ten ids, then how many more.
+func idList(ids []routing.ChainID) string {
+	slices.Sort(ids)
+	var b strings.Builder
+	for i, id := range ids {
+		if i == 10 {
+			fmt.Fprintf(&b, " and %d more", len(ids)-10)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.FormatUint(uint64(id), 10))
+	}
+	return b.String()
+}
+
+type recoveryJSON struct {
+	From         uint32   `json:"from"`
+	ChunksDone   uint64   `json:"chunksDone"`
+	Chunks       uint64   `json:"chunks"`
+	BytesDone    uint64   `json:"bytesDone"`
+	BytesPerSec  *float64 `json:"bytesPerSec"`
+	ChunksPerSec *float64 `json:"chunksPerSec"`
+	SecondsLeft  *float64 `json:"secondsLeft"`
+}
+
+type targetJSON struct {
+	ID       uint32        `json:"id"`
+	Node     uint32        `json:"node"`
+	NodeAddr string        `json:"nodeAddr"`
+	Disk     int           `json:"disk"`
+	Public   string        `json:"public"`
+	Local    string        `json:"local"`
+	Recovery *recoveryJSON `json:"recovery"`
+}
+
+type chainJSON struct {
+	ID      uint32       `json:"id"`
+	Version uint32       `json:"version"`
+	State   string       `json:"state"`
+	Tables  []uint32     `json:"tables"`
+	Targets []targetJSON `json:"targets"`
+}
+
+type tableJSON struct {
+	ID       uint32 `json:"id"`
+	Versions int    `json:"versions"`
+	Chains   int    `json:"chains"` // in the newest version
+}
+
+type chainsJSON struct {
+	RoutingVersion uint64      `json:"routingVersion"`
+	Bootstrapping  bool        `json:"bootstrapping"`
+	Tables         []tableJSON `json:"tables"`
+	Total          int         `json:"total"`
+	Degraded       int         `json:"degraded"`
+	Matched        int         `json:"matched"`
+	Offset         int         `json:"offset"`
+	Limit          int         `json:"limit"`
+	Chains         []chainJSON `json:"chains"`
+}
+
+func queryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("%s=%q: want a whole number from %d to %d", name, s, lo, hi)
+	}
+	return n, nil
+}
+
+// handleChains lists chains, unhealthy first then by id, a page at a time:
+// ?offset=&limit= (≤ 1000), ?state=all|degraded, ?table=ID (its newest
+// version), ?q=N (chains with id N or a target or node N).
+func (c *Console) handleChains(w http.ResponseWriter, r *http.Request) {
+	offset, err := queryInt(r, "offset", 0, 0, 1<<31-1)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	limit, err := queryInt(r, "limit", 100, 1, 1000)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	table, err := queryInt(r, "table", 0, 0, 1<<31-1)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	state := r.URL.Query().Get("state")
+	if state != "" && state != "all" && state != "degraded" {
+		apiError(w, http.StatusBadRequest, "bad_request", "state: want all or degraded")
+		return
+	}
+	var q uint64
+	hasQ := false
+	if qs := strings.TrimSpace(r.URL.Query().Get("q")); qs != "" {
+		if q, err = strconv.ParseUint(qs, 10, 32); err != nil {
+			apiError(w, http.StatusBadRequest, "bad_request", "q: search by a chain, target or node id (a number)")
+			return
+		}
+		hasQ = true
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	info, boot, err := c.routingBoot(ctx)
+	if err != nil {
+		clusterDown(w, err)
+		return
+	}
+	inTables := map[routing.ChainID][]uint32{}
+	out := chainsJSON{RoutingVersion: info.Version, Bootstrapping: boot, Offset: offset, Limit: limit, Tables: []tableJSON{}, Chains: []chainJSON{}}
+	tids := make([]uint32, 0, len(info.Tables))
+	for id := range info.Tables {
+		tids = append(tids, id)
+	}
+	slices.Sort(tids)
+	var only map[routing.ChainID]bool
+	for _, id := range tids {
+		chains, v, _ := info.LatestTable(id)
+		out.Tables = append(out.Tables, tableJSON{ID: id, Versions: int(v), Chains: len(chains)})
+		for _, ch := range chains {
+			inTables[ch] = append(inTables[ch], id)
+		}
+		if uint32(table) == id {
+			only = map[routing.ChainID]bool{}
+			for _, ch := range chains {
+				only[ch] = true
+			}
+		}
+	}
+	if table != 0 && only == nil {
+		apiError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no chain table %d", table))
+		return
+	}
+	var list []*routing.Chain
+	for _, ch := range info.Chains {
+		out.Total++
+		st := chainState(ch)
+		if st != "ok" {
+			out.Degraded++
+		}
+		if only != nil && !only[ch.ID] || state == "degraded" && st == "ok" {
+			continue
+		}
+		if hasQ && !chainMatches(ch, q) {
+			continue
+		}
+		list = append(list, ch)
+	}
+	rank := map[string]int{"unavailable": 0, "degraded": 1, "ok": 2}
+	slices.SortFunc(list, func(a, b *routing.Chain) int {
+		if d := rank[chainState(a)] - rank[chainState(b)]; d != 0 {
+			return d
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	out.Matched = len(list)
+	if offset > len(list) {
+		offset = len(list)
+	}
+	page := list[offset:min(len(list), offset+limit)]
+	var last, prev *nodeStats
+	if slices.ContainsFunc(page, func(ch *routing.Chain) bool {
+		return slices.ContainsFunc(ch.Targets, func(t routing.Target) bool { return t.Public == routing.Syncing })
+	}) {
+		last, prev = c.sampler.stats(ctx, info)
+	}
+	for _, ch := range page {
+		cj := chainJSON{ID: uint32(ch.ID), Version: ch.Version, State: chainState(ch), Tables: inTables[ch.ID], Targets: []targetJSON{}}
+		if cj.Tables == nil {
+			cj.Tables = []uint32{}
+		}
+		for _, t := range ch.Targets {
+			addr, _ := info.Addr(t.Node)
+			tj := targetJSON{ID: uint32(t.ID), Node: uint32(t.Node), NodeAddr: addr, Disk: t.Disk, Public: t.Public.String(), Local: t.Local.String()}
+			if t.Local == 0 {
+				tj.Local = "unknown"
+			}
+			if t.Public == routing.Syncing {
+				tj.Recovery = recoveryOf(t.ID, last, prev)
+			}
+			cj.Targets = append(cj.Targets, tj)
+		}
+		out.Chains = append(out.Chains, cj)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func chainMatches(ch *routing.Chain, q uint64) bool {
+	if uint64(ch.ID) == q {
+		return true
+	}
+	for _, t := range ch.Targets {
+		if uint64(t.ID) == q || uint64(t.Node) == q {
+			return true
+		}
+	}
+	return false
+}
+
+// recoveryOf reports the recovery feeding target id, with rates from the
+// two newest stats samples when both saw it.
+func recoveryOf(id routing.TargetID, last, prev *nodeStats) *recoveryJSON {
+	if last == nil {
+		return nil
+	}
+	p, ok := last.sync[id]
+	if !ok {
+		return nil
+	}
+	rj := &recoveryJSON{From: uint32(p.From), ChunksDone: p.ChunksDone, Chunks: p.Chunks, BytesDone: p.BytesDone}
+	if prev != nil {
+		if q, ok := prev.sync[id]; ok && q.From == p.From && q.ChunksDone <= p.ChunksDone {
+			if dt := last.at.Sub(prev.at).Seconds(); dt > 0 {
+				br := float64(p.BytesDone-q.BytesDone) / dt
+				cr := float64(p.ChunksDone-q.ChunksDone) / dt
+				rj.BytesPerSec, rj.ChunksPerSec = &br, &cr
+				if cr > 0 && p.Chunks >= p.ChunksDone {
+					left := float64(p.Chunks-p.ChunksDone) / cr
+					rj.SecondsLeft = &left
+				}
+			}
+		}
+	}
+	return rj
+}
+
+// handleHold takes a target offline by hand (hold) or releases it, through
+// the primary mgmtd, like `flyfs admin offline-target/online-target`.
+func (c *Console) handleHold(hold bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.ParseUint(r.PathValue("id"), 10, 32)
+		if err != nil || id == 0 {
+			apiError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("%q is not a target id", r.PathValue("id")))
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		resp, err := c.mgmtd.SetTargetHeld(ctx, &mgmtdapi.SetTargetHeldReq{Target: routing.TargetID(id), Held: hold})
+		if rpc.CodeOf(err) == mgmtdapi.CodeUnknownTarget {
+			apiError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no chain has target %d", id))
+			return
+		}
+		if err != nil {
+			clusterDown(w, err)
+			return
+		}
+		c.log.Info("console: target hold changed", "target", id, "held", hold, "by", sessionOf(r).who.AccessKey)
+		writeJSON(w, http.StatusOK, map[string]any{"target": id, "held": hold, "routingVersion": resp.RoutingVersion})
+	}
+}

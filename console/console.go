@@ -1,0 +1,353 @@
+// Package console is the admin console: an http.Handler that serves the
+// embedded pages (package web) and the JSON API behind them — cluster health,
+// services, capacity, chains and target states, recovery progress, the
+// namespace browser, and access keys. Every page and API call needs a session
+// made by signing in with an access key that has admin rights; every
+// state-changing call also needs the session's CSRF token. The API is
+// documented in docs/console-api.md.
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flyfs/flyfs/core/client"
+	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/flyfs/flyfs/web"
+	"golang.org/x/time/rate"
+)
+
+// Config wires a console to a cluster.
+type Config struct {
+	// Mgmtd lists the cluster managers' addresses (any of them; changes go to
+	// the primary). Required.
+	Mgmtd []string
+	// RPC calls mgmtd and storaged; nil: New makes one with Token, and Close
+	// closes it.
+	RPC   *rpc.Client
+	Token string
+	// FS is the namespace the browser pages work on; nil turns them off (the
+	// API answers 503 namespace_unavailable).
+	FS *client.FS
+	// Keys is the access-key store to sign in against and manage. Required.
+	Keys Keys
+	// Advertise, if set, is the console's own address: it registers with
+	// mgmtd as a service of kind console, so it shows up in service lists.
+	Advertise string
+	// SessionTTL: a session ends this long after sign-in. Default 8 h.
+	SessionTTL time.Duration
+	// SampleInterval: how often cluster figures are sampled for the live
+	// charts while someone is signed in. Default 2 s.
+	SampleInterval time.Duration
+	// SecureCookies marks the session cookie Secure (serve over TLS).
+	SecureCookies bool
+	// MaxPartBytes bounds one upload part. Default 64 MiB.
+	MaxPartBytes int64
+	Logger       *slog.Logger
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+}
+
+// Console is the admin console's http.Handler. Close stops its sampler.
+type Console struct {
+	cfg      Config
+	mux      *http.ServeMux
+	sessions *sessions
+	mgmtd    *client.Mgmtd
+	ownRPC   *rpc.Client
+	log      *slog.Logger
+	signin   *rate.Limiter // failed sign-ins, console-wide
+	sampler  *sampler
+	uploads  *uploads
+
+	rmu   sync.Mutex // guards the routing cache
+	rinfo *routing.Info
+	rboot bool
+
+	closeOnce sync.Once
+	stop      context.CancelFunc
+	done      chan struct{}
+}
+
+// New checks cfg and returns a console ready to serve.
+func New(cfg Config) (*Console, error) {
+	if len(cfg.Mgmtd) == 0 {
+		return nil, errors.New("console: no mgmtd addresses")
+	}
+	if cfg.Keys == nil {
+		return nil, errors.New("console: no access-key store (Config.Keys)")
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 8 * time.Hour
+	}
+	if cfg.SampleInterval <= 0 {
+		cfg.SampleInterval = 2 * time.Second
+	}
+	if cfg.MaxPartBytes <= 0 {
+		cfg.MaxPartBytes = 64 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	c := &Console{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, done: make(chan struct{}),
+		sessions: newSessions(cfg.SessionTTL, cfg.Now),
+		signin:   rate.NewLimiter(rate.Limit(5), 20)}
+	rc := cfg.RPC
+	if rc == nil {
+		rc = rpc.NewClient(rpc.Options{Token: cfg.Token, DialTimeout: 2 * time.Second, Logger: cfg.Logger})
+		c.ownRPC = rc
+	}
+	c.mgmtd = client.NewMgmtd(rc, cfg.Mgmtd)
+	c.mgmtd.AttemptTimeout = 2 * time.Second
+	c.sampler = newSampler(c, rc)
+	c.uploads = newUploads()
+	if err := c.routes(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stop = cancel
+	go c.background(ctx)
+	return c, nil
+}
+
+// Close stops the background sampler and upload reaper.
+func (c *Console) Close() error {
+	c.closeOnce.Do(func() {
+		if c.stop != nil {
+			c.stop()
+			<-c.done
+		}
+		if c.ownRPC != nil {
+			c.ownRPC.Close()
+		}
+	})
+	return nil
+}
+
+func (c *Console) background(ctx context.Context) {
+	defer close(c.done)
+	tick := time.NewTicker(c.cfg.SampleInterval)
+	defer tick.Stop()
+	for {
+		if c.sessions.active() {
+			c.sampler.sample(ctx)
+		}
+		c.uploads.reap(ctx, c, c.cfg.Now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// ServeHTTP serves the pages and the API, with headers that keep the pages
+// from running anything but our own scripts.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	c.mux.ServeHTTP(w, r)
+}
+
+func (c *Console) routes() error {
+	assets, err := fs.Sub(web.Assets, "static")
+	if err != nil {
+		return fmt.Errorf("console: embedded assets: %w", err)
+	}
+	files := http.FileServerFS(assets)
+	// The page shell is public (it holds no data): it shows the sign-in form
+	// until the API says a session exists.
+	c.mux.Handle("GET /assets/", http.StripPrefix("/assets/", noStore(files)))
+	c.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		http.ServeFileFS(w, r, assets, "index.html")
+	})
+
+	c.mux.HandleFunc("POST /api/session", c.handleSignIn)
+	c.mux.HandleFunc("GET /api/session", c.authed(false, c.handleWhoAmI))
+	c.mux.HandleFunc("DELETE /api/session", c.authed(true, c.handleSignOut))
+
+	c.mux.HandleFunc("GET /api/overview", c.authed(false, c.handleOverview))
+	c.mux.HandleFunc("GET /api/chains", c.authed(false, c.handleChains))
+	c.mux.HandleFunc("POST /api/targets/{id}/offline", c.authed(true, c.handleHold(true)))
+	c.mux.HandleFunc("POST /api/targets/{id}/online", c.authed(true, c.handleHold(false)))
+
+	c.mux.HandleFunc("GET /api/fs/list", c.authed(false, c.needFS(c.handleList)))
+	c.mux.HandleFunc("GET /api/fs/stat", c.authed(false, c.needFS(c.handleStat)))
+	c.mux.HandleFunc("GET /api/fs/download", c.authed(false, c.needFS(c.handleDownload)))
+	c.mux.HandleFunc("POST /api/fs/mkdir", c.authed(true, c.needFS(c.handleMkdir)))
+	c.mux.HandleFunc("POST /api/fs/rename", c.authed(true, c.needFS(c.handleRename)))
+	c.mux.HandleFunc("POST /api/fs/delete", c.authed(true, c.needFS(c.handleDelete)))
+	c.mux.HandleFunc("POST /api/fs/uploads", c.authed(true, c.needFS(c.handleUploadStart)))
+	c.mux.HandleFunc("PUT /api/fs/uploads/{id}", c.authed(true, c.needFS(c.handleUploadPart)))
+	c.mux.HandleFunc("POST /api/fs/uploads/{id}/complete", c.authed(true, c.needFS(c.handleUploadComplete)))
+	c.mux.HandleFunc("DELETE /api/fs/uploads/{id}", c.authed(true, c.needFS(c.handleUploadAbort)))
+
+	c.mux.HandleFunc("GET /api/keys", c.authed(false, c.handleKeysList))
+	c.mux.HandleFunc("POST /api/keys", c.authed(true, c.handleKeysCreate))
+	c.mux.HandleFunc("PUT /api/keys/{key}/buckets", c.authed(true, c.handleKeysBuckets))
+	c.mux.HandleFunc("DELETE /api/keys/{key}", c.authed(true, c.handleKeysRevoke))
+
+	c.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		apiError(w, http.StatusNotFound, "not_found", "no such API call: "+r.Method+" "+r.URL.Path)
+	})
+	return nil
+}
+
+func noStore(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Assets change with the binary; revalidate each time (they are small).
+		w.Header().Set("Cache-Control", "no-cache")
+		h.ServeHTTP(w, r)
+	})
+}
+
+type ctxKey struct{}
+
+// sessionOf returns the request's session (set by authed).
+func sessionOf(r *http.Request) *session {
+	ss, _ := r.Context().Value(ctxKey{}).(*session)
+	return ss
+}
+
+// authed refuses a request without a live admin session (401) and a
+// state-changing one without the session's CSRF token (403).
+func (c *Console) authed(mutating bool, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		ss := c.sessions.get(r)
+		if ss == nil {
+			apiError(w, http.StatusUnauthorized, "not_signed_in", "sign in first (your session may have expired)")
+			return
+		}
+		if !ss.who.Admin {
+			apiError(w, http.StatusForbidden, "forbidden", "this access key has no admin rights")
+			return
+		}
+		if mutating && !ss.csrfOK(r) {
+			apiError(w, http.StatusForbidden, "bad_csrf", "missing or wrong "+csrfHeader+" header")
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, ss)))
+	}
+}
+
+func (c *Console) needFS(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if c.cfg.FS == nil {
+			apiError(w, http.StatusServiceUnavailable, "namespace_unavailable", "this console has no namespace client (no metad configured)")
+			return
+		}
+		h(w, r)
+	}
+}
+
+// apiErr is the body of every error answer.
+type apiErr struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+func apiError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, apiErr{Error: msg, Code: code})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(true)
+	_ = enc.Encode(v)
+}
+
+// readJSON decodes a small JSON body into v, refusing unknown fields and
+// anything that is not JSON.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		apiError(w, http.StatusUnsupportedMediaType, "bad_request", "send a JSON body with Content-Type: application/json")
+		return false
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		apiError(w, http.StatusBadRequest, "bad_request", "bad JSON body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// signInReq is the sign-in body.
+type signInReq struct {
+	AccessKey string `json:"accessKey"`
+	SecretKey string `json:"secretKey"`
+}
+
+// sessionResp describes the caller's session.
+type sessionResp struct {
+	AccessKey string    `json:"accessKey"`
+	Admin     bool      `json:"admin"`
+	CSRFToken string    `json:"csrfToken"`
+	Expires   time.Time `json:"expires"`
+}
+
+func (c *Console) handleSignIn(w http.ResponseWriter, r *http.Request) {
+	// A JSON body cannot come from a cross-site form without a CORS
+	// preflight we never grant, so sign-in cannot be forged from elsewhere.
+	var req signInReq
+	if !readJSON(w, r, &req) {
+		return
+	}
+	// Only failures spend the limiter's tokens: guessing is slowed down,
+	// signing in is not.
+	if c.signin.Tokens() < 1 {
+		apiError(w, http.StatusTooManyRequests, "too_many_attempts", "too many failed sign-ins; wait a few seconds")
+		return
+	}
+	who, err := c.cfg.Keys.Authenticate(r.Context(), strings.TrimSpace(req.AccessKey), req.SecretKey)
+	if errors.Is(err, ErrBadCredentials) {
+		c.signin.Allow()
+		apiError(w, http.StatusUnauthorized, "bad_credentials", "access key or secret key is wrong")
+		return
+	}
+	if err != nil {
+		c.log.Warn("console: sign-in", "err", err)
+		apiError(w, http.StatusServiceUnavailable, "keys_unavailable", "cannot check the key right now: "+err.Error())
+		return
+	}
+	if !who.Admin {
+		apiError(w, http.StatusForbidden, "forbidden", "this access key has no admin rights")
+		return
+	}
+	ss := c.sessions.create(who)
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: ss.id, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: c.cfg.SecureCookies, Expires: ss.expires})
+	writeJSON(w, http.StatusOK, sessionResp{AccessKey: who.AccessKey, Admin: who.Admin, CSRFToken: ss.csrf, Expires: ss.expires.UTC()})
+}
+
+func (c *Console) handleWhoAmI(w http.ResponseWriter, r *http.Request) {
+	ss := sessionOf(r)
+	writeJSON(w, http.StatusOK, sessionResp{AccessKey: ss.who.AccessKey, Admin: ss.who.Admin, CSRFToken: ss.csrf, Expires: ss.expires.UTC()})
+}
+
+func (c *Console) handleSignOut(w http.ResponseWriter, r *http.Request) {
+	c.sessions.drop(sessionOf(r).id)
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: c.cfg.SecureCookies, MaxAge: -1})
+	writeJSON(w, http.StatusOK, map[string]bool{"signedOut": true})
+}

@@ -1,0 +1,533 @@
+package console
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/flyfs/flyfs/core/api/metaapi"
+	"github.com/flyfs/flyfs/core/client"
+	"github.com/flyfs/flyfs/core/layout"
+	"github.com/flyfs/flyfs/core/rpc"
+)
+
+// The console acts on the namespace as root: it is an administrator's tool.
+var rootCreds = client.Creds{}
+
+// maxName is the longest name of one directory entry (as in Linux).
+const maxName = 255
+
+// cleanPath checks a path from a request: absolute, no empty, "." or ".."
+// component, no NUL, names of at most 255 bytes, valid UTF-8. It returns
+// the path without a trailing slash.
+func cleanPath(p string) (string, error) {
+	if p == "" {
+		return "", errors.New("no path given")
+	}
+	if !strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("path %q: must start with /", p)
+	}
+	if len(p) > 4096 {
+		return "", errors.New("path is longer than 4096 bytes")
+	}
+	if !utf8.ValidString(p) {
+		return "", errors.New("path is not valid UTF-8")
+	}
+	if p == "/" {
+		return "/", nil
+	}
+	for _, name := range strings.Split(strings.TrimSuffix(p[1:], "/"), "/") {
+		if err := checkName(name); err != nil {
+			return "", fmt.Errorf("path %q: %w", p, err)
+		}
+	}
+	return strings.TrimSuffix(p, "/"), nil
+}
+
+// checkName checks one path component.
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty name (two slashes in a row?)")
+	case name == "." || name == "..":
+		return fmt.Errorf("%q cannot be a name", name)
+	case len(name) > maxName:
+		return fmt.Errorf("name %.40q... is longer than %d bytes", name, maxName)
+	case strings.ContainsRune(name, 0):
+		return errors.New("names cannot contain a NUL byte")
+	case strings.Contains(name, "/"):
+		return fmt.Errorf("name %q: names cannot contain /", name)
+	case !utf8.ValidString(name):
+		return errors.New("name is not valid UTF-8")
+	}
+	return nil
+}
+
+// nsError answers a namespace error with the status its errno means.
+func nsError(w http.ResponseWriter, what string, err error) {
+	if e := client.Errno(err); e != 0 {
+		status, code := http.StatusBadRequest, "bad_request"
+		switch e {
+		case syscall.ENOENT:
+			status, code = http.StatusNotFound, "not_found"
+		case syscall.EEXIST:
+			status, code = http.StatusConflict, "exists"
+		case syscall.ENOTEMPTY:
+			status, code = http.StatusConflict, "not_empty"
+		case syscall.ENOTDIR:
+			status, code = http.StatusConflict, "not_a_directory"
+		case syscall.EISDIR:
+			status, code = http.StatusConflict, "is_a_directory"
+		case syscall.ECANCELED:
+			status, code = http.StatusConflict, "changed"
+		case syscall.EACCES, syscall.EPERM:
+			status, code = http.StatusForbidden, "permission_denied"
+		case syscall.ENOSPC, syscall.EDQUOT:
+			status, code = http.StatusInsufficientStorage, "no_space"
+		case syscall.EFBIG:
+			status, code = http.StatusRequestEntityTooLarge, "too_large"
+		}
+		apiError(w, status, code, fmt.Sprintf("%s: %v", what, e))
+		return
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		apiError(w, http.StatusGatewayTimeout, "timeout", what+": timed out")
+		return
+	}
+	switch rpc.CodeOf(err) {
+	case rpc.Unavailable, rpc.DeadlineExceeded:
+		apiError(w, http.StatusServiceUnavailable, "namespace_unavailable", what+": the metadata service does not answer: "+err.Error())
+		return
+	}
+	apiError(w, http.StatusInternalServerError, "internal", what+": "+err.Error())
+}
+
+func (c *Console) meta() *client.Meta { return c.cfg.FS.Meta() }
+
+type nsTotals struct {
+	inodes, bytes, gc int64
+}
+
+// namespaceTotals is StatFS for the sampler.
+func (c *Console) namespaceTotals(ctx context.Context) (nsTotals, bool) {
+	if c.cfg.FS == nil {
+		return nsTotals{}, false
+	}
+	t, err := c.namespaceTotalsErr(ctx)
+	return t, err == nil
+}
+
+func (c *Console) namespaceTotalsErr(ctx context.Context) (nsTotals, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	st, err := c.meta().StatFS(ctx)
+	if err != nil {
+		return nsTotals{}, err
+	}
+	return nsTotals{inodes: st.Inodes, bytes: st.Bytes, gc: st.GCQueue}, nil
+}
+
+func typeName(t metaapi.Type) string {
+	switch t {
+	case metaapi.TypeFile:
+		return "file"
+	case metaapi.TypeDir:
+		return "dir"
+	case metaapi.TypeSymlink:
+		return "symlink"
+	}
+	return "unknown"
+}
+
+// entryJSON is one row of a listing.
+type entryJSON struct {
+	Name  string     `json:"name"`
+	Type  string     `json:"type"`
+	Ino   uint64     `json:"ino"`
+	Size  uint64     `json:"size"`
+	Mode  string     `json:"mode"`
+	Mtime *time.Time `json:"mtime"`
+}
+
+func unixTime(ns int64) *time.Time {
+	if ns == 0 {
+		return nil
+	}
+	t := time.Unix(0, ns).UTC()
+	return &t
+}
+
+func modeString(in metaapi.Inode) string {
+	return fmt.Sprintf("%04o", in.Mode&0o7777)
+}
+
+type listJSON struct {
+	Path    string      `json:"path"`
+	Ino     uint64      `json:"ino"`
+	Entries []entryJSON `json:"entries"`
+	More    bool        `json:"more"`
+	Next    string      `json:"next"` // pass as ?after= for the next page
+}
+
+// hiddenUpload marks the staging files of uploads in progress; listings
+// leave them out.
+const hiddenUpload = ".flyfs-console-upload."
+
+// handleList lists one page of a directory: ?path=&after=&limit= (≤ 1000).
+func (c *Console) handleList(w http.ResponseWriter, r *http.Request) {
+	p, err := cleanPath(r.URL.Query().Get("path"))
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "bad_path", err.Error())
+		return
+	}
+	limit, err := queryInt(r, "limit", 200, 1, 1000)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	after := r.URL.Query().Get("after")
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	dir, err := c.meta().Resolve(ctx, p, true)
+	if err != nil {
+		nsError(w, "list "+p, err)
+		return
+	}
+	if dir.Type != metaapi.TypeDir {
+		apiError(w, http.StatusConflict, "not_a_directory", p+" is not a directory")
+		return
+	}
+	ents, more, err := c.meta().ReadDir(ctx, dir.ID, after, limit, true)
+	if err != nil {
+		nsError(w, "list "+p, err)
+		return
+	}
+	out := listJSON{Path: p, Ino: dir.ID, Entries: []entryJSON{}, More: more}
+	for _, e := range ents {
+		out.Next = e.Name
+		if strings.HasPrefix(e.Name, hiddenUpload) {
+			continue
+		}
+		ej := entryJSON{Name: e.Name, Type: typeName(e.Type), Ino: e.Ino}
+		if e.Inode != nil {
+			ej.Size, ej.Mode, ej.Mtime = e.Inode.Length, modeString(*e.Inode), unixTime(e.Inode.Mtime)
+		}
+		out.Entries = append(out.Entries, ej)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+type xattrJSON struct {
+	Name     string `json:"name"`
+	Value    string `json:"value"`
+	Encoding string `json:"encoding"` // text or base64
+}
+
+type layoutJSON struct {
+	ChunkSize    uint32   `json:"chunkSize"`
+	Stripe       uint32   `json:"stripe"`
+	Table        uint32   `json:"table"`
+	TableVersion uint32   `json:"tableVersion"`
+	Chains       []uint32 `json:"chains"` // in stripe order
+	Error        string   `json:"error,omitempty"`
+}
+
+type statJSON struct {
+	Path     string      `json:"path"`
+	Name     string      `json:"name"`
+	Ino      uint64      `json:"ino"`
+	Type     string      `json:"type"`
+	Size     uint64      `json:"size"`
+	Mode     string      `json:"mode"`
+	UID      uint32      `json:"uid"`
+	GID      uint32      `json:"gid"`
+	Nlink    uint32      `json:"nlink"`
+	Atime    *time.Time  `json:"atime"`
+	Mtime    *time.Time  `json:"mtime"`
+	Ctime    *time.Time  `json:"ctime"`
+	Gen      uint64      `json:"gen"`
+	ETag     string      `json:"etag"`
+	Target   string      `json:"symlinkTarget,omitempty"`
+	Implicit bool        `json:"implicit"`
+	Xattrs   []xattrJSON `json:"xattrs"`
+	// UserMetadata holds the user.* extended attributes (S3 user metadata
+	// and POSIX user attributes alike).
+	UserMetadata map[string]string `json:"userMetadata"`
+	Layout       *layoutJSON       `json:"layout"`
+}
+
+// etagOf is the strong validator the console uses: the inode and its
+// generation, which moves on every data change.
+func etagOf(in metaapi.Inode) string { return fmt.Sprintf("%x-%x", in.ID, in.Gen) }
+
+// handleStat returns one entry's details: ?path=
+func (c *Console) handleStat(w http.ResponseWriter, r *http.Request) {
+	p, err := cleanPath(r.URL.Query().Get("path"))
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "bad_path", err.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	in, err := c.meta().Resolve(ctx, p, false)
+	if err != nil {
+		nsError(w, "stat "+p, err)
+		return
+	}
+	out := statJSON{Path: p, Name: path.Base(p), Ino: in.ID, Type: typeName(in.Type), Size: in.Length, Mode: modeString(in),
+		UID: in.UID, GID: in.GID, Nlink: in.Nlink, Atime: unixTime(in.Atime), Mtime: unixTime(in.Mtime), Ctime: unixTime(in.Ctime),
+		Gen: in.Gen, Target: in.Target, Implicit: in.Implicit, Xattrs: []xattrJSON{}, UserMetadata: map[string]string{}}
+	if in.Type == metaapi.TypeFile {
+		out.ETag = etagOf(in)
+	}
+	names, err := c.meta().ListXattr(ctx, in.ID)
+	if err != nil {
+		nsError(w, "list extended attributes of "+p, err)
+		return
+	}
+	for _, n := range names {
+		v, err := c.meta().GetXattr(ctx, in.ID, n)
+		if client.Errno(err) == syscall.ENODATA {
+			continue // removed between list and get
+		}
+		if err != nil {
+			nsError(w, "read extended attribute "+n+" of "+p, err)
+			return
+		}
+		x := xattrJSON{Name: n, Value: string(v), Encoding: "text"}
+		if !utf8.Valid(v) {
+			x.Value, x.Encoding = base64.StdEncoding.EncodeToString(v), "base64"
+		} else if strings.HasPrefix(n, "user.") {
+			out.UserMetadata[strings.TrimPrefix(n, "user.")] = string(v)
+		}
+		out.Xattrs = append(out.Xattrs, x)
+	}
+	if in.Type == metaapi.TypeFile || in.Type == metaapi.TypeDir {
+		l := in.Layout
+		if in.Type == metaapi.TypeDir {
+			if dl, err := c.meta().GetLayout(ctx, in.ID); err == nil {
+				l = dl
+			}
+		}
+		if l.ChunkSize != 0 {
+			lj := &layoutJSON{ChunkSize: l.ChunkSize, Stripe: l.Stripe, Table: l.TableID, TableVersion: l.TableVersion, Chains: []uint32{}}
+			if in.Type == metaapi.TypeFile {
+				if info, err := c.routing(ctx); err != nil {
+					lj.Error = "chains unknown: " + err.Error()
+				} else if chains, ok := info.Table(l.TableID, l.TableVersion); !ok {
+					lj.Error = fmt.Sprintf("chain table %d version %d is not in routing", l.TableID, l.TableVersion)
+				} else if ids, err := l.Chains(layout.ChainTable{ID: l.TableID, Version: l.TableVersion, Chains: chains}); err != nil {
+					lj.Error = err.Error()
+				} else {
+					for _, id := range ids {
+						lj.Chains = append(lj.Chains, uint32(id))
+					}
+				}
+			}
+			out.Layout = lj
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// parentOf resolves the directory that holds p and returns it with p's name.
+func (c *Console) parentOf(ctx context.Context, p string) (metaapi.Inode, string, error) {
+	dir, name := path.Split(p)
+	parent, err := c.meta().Resolve(ctx, path.Clean(dir), true)
+	if err != nil {
+		return metaapi.Inode{}, "", err
+	}
+	if parent.Type != metaapi.TypeDir {
+		return metaapi.Inode{}, "", syscall.ENOTDIR
+	}
+	return parent, name, nil
+}
+
+type mkdirReq struct {
+	Path    string `json:"path"`
+	Parents bool   `json:"parents"` // create missing parents too (mkdir -p)
+}
+
+func (c *Console) handleMkdir(w http.ResponseWriter, r *http.Request) {
+	var req mkdirReq
+	if !readJSON(w, r, &req) {
+		return
+	}
+	p, err := cleanPath(req.Path)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "bad_path", err.Error())
+		return
+	}
+	if p == "/" {
+		apiError(w, http.StatusConflict, "exists", "/ exists")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	var in metaapi.Inode
+	if req.Parents {
+		in, err = c.meta().MkdirAll(ctx, p, 0o755, rootCreds, false)
+	} else {
+		var parent metaapi.Inode
+		var name string
+		if parent, name, err = c.parentOf(ctx, p); err == nil {
+			in, err = c.meta().Mkdir(ctx, parent.ID, name, 0o755, rootCreds)
+		}
+	}
+	if err != nil {
+		nsError(w, "mkdir "+p, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"path": p, "ino": in.ID})
+}
+
+type renameReq struct {
+	From      string `json:"from"`
+	To        string `json:"to"`
+	NoReplace bool   `json:"noReplace"` // fail if To exists
+}
+
+// handleRename moves an entry in one metadata transaction: a directory moves
+// with everything in it, atomically.
+func (c *Console) handleRename(w http.ResponseWriter, r *http.Request) {
+	var req renameReq
+	if !readJSON(w, r, &req) {
+		return
+	}
+	from, err := cleanPath(req.From)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "bad_path", "from: "+err.Error())
+		return
+	}
+	to, err := cleanPath(req.To)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "bad_path", "to: "+err.Error())
+		return
+	}
+	if from == "/" || to == "/" {
+		apiError(w, http.StatusBadRequest, "bad_path", "the root directory cannot be renamed or replaced")
+		return
+	}
+	if to == from || strings.HasPrefix(to, from+"/") {
+		apiError(w, http.StatusBadRequest, "bad_path", fmt.Sprintf("cannot move %s into itself", from))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	sp, sn, err := c.parentOf(ctx, from)
+	if err != nil {
+		nsError(w, "rename "+from, err)
+		return
+	}
+	dp, dn, err := c.parentOf(ctx, to)
+	if err != nil {
+		nsError(w, "rename to "+to, err)
+		return
+	}
+	var flags uint32
+	if req.NoReplace {
+		flags = metaapi.RenameNoReplace
+	}
+	if err := c.meta().Rename(ctx, metaapi.RenameReq{SrcParent: sp.ID, SrcName: sn, DstParent: dp.ID, DstName: dn, Flags: flags}); err != nil {
+		nsError(w, "rename "+from+" to "+to, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"from": from, "to": to})
+}
+
+type deleteReq struct {
+	Path      string `json:"path"`
+	Recursive bool   `json:"recursive"` // a directory with everything in it
+}
+
+func (c *Console) handleDelete(w http.ResponseWriter, r *http.Request) {
+	var req deleteReq
+	if !readJSON(w, r, &req) {
+		return
+	}
+	p, err := cleanPath(req.Path)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "bad_path", err.Error())
+		return
+	}
+	if p == "/" {
+		apiError(w, http.StatusBadRequest, "bad_path", "the root directory cannot be deleted")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	parent, name, err := c.parentOf(ctx, p)
+	if err != nil {
+		nsError(w, "delete "+p, err)
+		return
+	}
+	in, err := c.meta().Lookup(ctx, parent.ID, name)
+	if err != nil {
+		nsError(w, "delete "+p, err)
+		return
+	}
+	switch {
+	case in.Type == metaapi.TypeDir && req.Recursive:
+		// One call; the files' chunks are reclaimed by metad's GC queue.
+		err = c.meta().RemoveAll(ctx, parent.ID, name)
+	case in.Type == metaapi.TypeDir:
+		err = c.meta().Rmdir(ctx, parent.ID, name)
+	default:
+		err = c.meta().Unlink(ctx, metaapi.RemoveReq{Parent: parent.ID, Name: name})
+	}
+	if err != nil {
+		nsError(w, "delete "+p, err)
+		return
+	}
+	c.log.Info("console: deleted", "path", p, "recursive", req.Recursive, "by", sessionOf(r).who.AccessKey)
+	writeJSON(w, http.StatusOK, map[string]string{"deleted": p})
+}
+
+// handleDownload streams a file (with Range support) as an attachment, never
+// as a page of this origin.
+func (c *Console) handleDownload(w http.ResponseWriter, r *http.Request) {
+	p, err := cleanPath(r.URL.Query().Get("path"))
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "bad_path", err.Error())
+		return
+	}
+	ctx := r.Context()
+	in, err := c.meta().Resolve(ctx, p, true)
+	if err != nil {
+		nsError(w, "download "+p, err)
+		return
+	}
+	if in.Type != metaapi.TypeFile {
+		apiError(w, http.StatusConflict, "is_a_directory", p+" is not a file")
+		return
+	}
+	f, err := c.cfg.FS.OpenInode(ctx, in, nil)
+	if err != nil {
+		nsError(w, "download "+p, err)
+		return
+	}
+	defer f.Close()
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Disposition", "attachment; filename*=UTF-8''"+url.PathEscape(path.Base(p)))
+	h.Set("ETag", `"`+etagOf(in)+`"`)
+	http.ServeContent(w, r, "", time.Unix(0, in.Mtime), io.NewSectionReader(readerCtx{f, ctx}, 0, int64(f.Size())))
+}
+
+// readerCtx reads a file under the request's context, so a client that
+// goes away stops the reads.
+type readerCtx struct {
+	f   *client.File
+	ctx context.Context
+}
+
+func (r readerCtx) ReadAt(p []byte, off int64) (int, error) { return r.f.ReadAtContext(r.ctx, p, off) }

@@ -1,0 +1,185 @@
+package console
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/core/rpc"
+)
+
+// keepSamples bounds the history behind the live charts.
+const keepSamples = 150
+
+// point is one sample of the cluster's counters. The cluster reports no
+// read/write byte or operation counters today, so the charts show what it
+// does report, as rates between samples: the net change of bytes and chunks
+// stored on the storage nodes (all replicas), and, with a namespace client,
+// of the namespace's file bytes and inode count.
+type point struct {
+	At          time.Time `json:"t"`
+	StoredBytes uint64    `json:"storedBytes"`
+	Chunks      uint64    `json:"chunks"`
+	NodesOK     int       `json:"nodesAnswered"`
+	NSBytes     int64     `json:"nsBytes"`
+	Inodes      int64     `json:"inodes"`
+	NSOK        bool      `json:"nsKnown"`
+}
+
+// ratePoint is the per-second change between two consecutive samples.
+type ratePoint struct {
+	At              time.Time `json:"t"`
+	StoredBytesPerS float64   `json:"storedBytesPerSec"`
+	ChunksPerS      float64   `json:"chunksPerSec"`
+	NSBytesPerS     *float64  `json:"nsBytesPerSec"`
+	InodesPerS      *float64  `json:"inodesPerSec"`
+	Comparable      bool      `json:"comparable"` // the same nodes answered both samples
+	IntervalSeconds float64   `json:"intervalSeconds"`
+}
+
+// syncProgress is a recovery as its predecessor reports it.
+type syncProgress struct {
+	From       routing.TargetID
+	ChunksDone uint64
+	Chunks     uint64
+	BytesDone  uint64
+}
+
+// nodeStats is the newest Stats answer of every storage node that answered.
+type nodeStats struct {
+	at    time.Time
+	nodes map[routing.NodeID]*storageapi.StatsResp
+	// sync maps a syncing target to the recovery that feeds it.
+	sync map[routing.TargetID]syncProgress
+}
+
+type sampler struct {
+	c  *Console
+	st storageapi.Client
+
+	mu     sync.Mutex
+	points []point
+	last   *nodeStats // newest
+	prev   *nodeStats // the one before, for recovery rates
+}
+
+func newSampler(c *Console, rc *rpc.Client) *sampler {
+	return &sampler{c: c, st: storageapi.Client{RPC: rc}}
+}
+
+// sample polls the storage nodes (and the namespace) once.
+func (s *sampler) sample(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, s.c.cfg.SampleInterval)
+	defer cancel()
+	info, err := s.c.routing(ctx)
+	if err != nil {
+		return // the overview reports the lost connection itself
+	}
+	ns := s.fetchStats(ctx, info)
+	p := point{At: ns.at}
+	for _, st := range ns.nodes {
+		p.NodesOK++
+		for _, d := range st.Disks {
+			p.StoredBytes += d.UsedBytes
+			p.Chunks += d.Chunks
+		}
+	}
+	if tot, ok := s.c.namespaceTotals(ctx); ok {
+		p.NSBytes, p.Inodes, p.NSOK = tot.bytes, tot.inodes, true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.points = append(s.points, p)
+	if len(s.points) > keepSamples {
+		s.points = append(s.points[:0], s.points[len(s.points)-keepSamples:]...)
+	}
+	s.prev, s.last = s.last, ns
+}
+
+// fetchStats asks every storage node in routing for its stats, in parallel.
+func (s *sampler) fetchStats(ctx context.Context, info *routing.Info) *nodeStats {
+	out := &nodeStats{nodes: map[routing.NodeID]*storageapi.StatsResp{}, sync: map[routing.TargetID]syncProgress{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for id, n := range info.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			st, err := s.st.Stats(cctx, n.Addr)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			out.nodes[id] = st
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	out.at = s.c.cfg.Now()
+	for _, st := range out.nodes {
+		for _, t := range st.Targets {
+			if t.SyncTarget != 0 {
+				out.sync[routing.TargetID(t.SyncTarget)] = syncProgress{From: routing.TargetID(t.Target),
+					ChunksDone: t.SyncChunksDone, Chunks: t.SyncChunks, BytesDone: t.SyncBytesDone}
+			}
+		}
+	}
+	return out
+}
+
+// stats returns node stats no older than one sample interval, fetching
+// them when the sampler has none that fresh.
+func (s *sampler) stats(ctx context.Context, info *routing.Info) (last, prev *nodeStats) {
+	s.mu.Lock()
+	last, prev = s.last, s.prev
+	s.mu.Unlock()
+	if last != nil && s.c.cfg.Now().Sub(last.at) <= s.c.cfg.SampleInterval {
+		return last, prev
+	}
+	fresh := s.fetchStats(ctx, info)
+	s.mu.Lock()
+	if s.last == last {
+		s.prev, s.last = s.last, fresh
+	}
+	last, prev = s.last, s.prev
+	s.mu.Unlock()
+	return last, prev
+}
+
+func (s *sampler) hasPoints() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.points) > 0
+}
+
+// series returns the samples and the rates between them.
+func (s *sampler) series() ([]point, []ratePoint) {
+	s.mu.Lock()
+	pts := append([]point(nil), s.points...)
+	s.mu.Unlock()
+	rates := make([]ratePoint, 0, len(pts))
+	for i := 1; i < len(pts); i++ {
+		a, b := pts[i-1], pts[i]
+		dt := b.At.Sub(a.At).Seconds()
+		if dt <= 0 {
+			continue
+		}
+		r := ratePoint{At: b.At, IntervalSeconds: dt, Comparable: a.NodesOK == b.NodesOK,
+			StoredBytesPerS: (float64(b.StoredBytes) - float64(a.StoredBytes)) / dt,
+			ChunksPerS:      (float64(b.Chunks) - float64(a.Chunks)) / dt}
+		if a.NSOK && b.NSOK {
+			nb := float64(b.NSBytes-a.NSBytes) / dt
+			ni := float64(b.Inodes-a.Inodes) / dt
+			r.NSBytesPerS, r.InodesPerS = &nb, &ni
+		}
+		rates = append(rates, r)
+	}
+	return pts, rates
+}

@@ -1,0 +1,185 @@
+// Namespace browser: directories a page at a time, details, upload (drag and
+// drop, in parts with progress), download, mkdir, rename/move, delete.
+import * as api from './api.js';
+import { h, replace, badge, fmtBytes, fmtTime, dialog, confirmDialog } from './dom.js';
+
+const PAGE = 200;
+const PART = 8 << 20; // upload part size: bounded memory on both ends, retryable
+
+export function joinPath(dir, name) { return (dir === '/' ? '' : dir) + '/' + name; }
+
+export function nsPage(root, params) {
+  const path = params.get('path') || '/';
+  const crumbs = h('div', { class: 'crumbs', id: 'crumbs' });
+  const msg = h('p', { class: 'error', id: 'ns-error', role: 'alert' });
+  const tbody = h('tbody');
+  const pager = h('div', { class: 'pager' });
+  const uploadsEl = h('div', { class: 'uploads', id: 'uploads' });
+  const details = h('div', { class: 'details', id: 'details' });
+  const fileInput = h('input', { type: 'file', multiple: true, hidden: true, id: 'upload-input' });
+  fileInput.addEventListener('change', () => { for (const f of fileInput.files) upload(f); fileInput.value = ''; });
+  const table = h('div', { class: 'table-wrap dropzone', id: 'dropzone' }, h('table', { id: 'listing' },
+    h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Type'), h('th', { class: 'num' }, 'Size'), h('th', {}, 'Mode'), h('th', {}, 'Modified'), h('th', {}, ''))),
+    tbody));
+  root.append(h('h1', {}, 'Namespace'), crumbs,
+    h('div', { class: 'toolbar' },
+      h('button', { id: 'mkdir-btn', onclick: mkdir }, 'New directory'),
+      h('button', { id: 'upload-btn', class: 'secondary', onclick: () => fileInput.click() }, 'Upload files'), fileInput,
+      h('button', { class: 'secondary', onclick: () => load(pages[pageNo]) }, 'Refresh'),
+      h('span', { class: 'muted' }, 'or drop files on the list'),
+      h('span', { class: 'spacer' }), pager),
+    msg, uploadsEl, table, details);
+
+  // Breadcrumbs: each component is a link built from text, never markup.
+  const parts = path.split('/').filter(Boolean);
+  const links = [h('a', { href: '#/ns?' + api.q({ path: '/' }) }, '/')];
+  parts.forEach((p, i) => {
+    if (i > 0) links.push(h('span', { class: 'sep' }, '/'));
+    links.push(h('a', { href: '#/ns?' + api.q({ path: '/' + parts.slice(0, i + 1).join('/') }) }, p));
+  });
+  replace(crumbs, links);
+
+  // Paging by cursor: pages[i] is the name the page i starts after.
+  const pages = [''];
+  let pageNo = 0;
+
+  async function load(after) {
+    try {
+      const r = await api.get('/api/fs/list?' + api.q({ path, after, limit: PAGE }));
+      msg.textContent = '';
+      replace(tbody, r.entries.map(row));
+      if (r.entries.length === 0) replace(tbody, h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'This directory is empty.')));
+      replace(pager,
+        h('button', { class: 'secondary small', disabled: pageNo === 0, onclick: () => { pageNo--; load(pages[pageNo]); } }, '‹ Previous'),
+        h('span', {}, `page ${pageNo + 1}`),
+        h('button', { class: 'secondary small', disabled: !r.more, id: 'next-page', onclick: () => { pages[pageNo + 1] = r.next; pageNo++; load(r.next); } }, 'Next ›'));
+    } catch (err) {
+      msg.textContent = err.message;
+    }
+  }
+
+  function row(e) {
+    const full = joinPath(path, e.name);
+    const nameEl = e.type === 'dir'
+      ? h('a', { class: 'name-link', href: '#/ns?' + api.q({ path: full }) }, e.name + '/')
+      : h('a', { class: 'name-link', href: '#', onclick: (ev) => { ev.preventDefault(); showDetails(full); } }, e.name);
+    return h('tr', { dataset: { name: e.name } },
+      h('td', {}, nameEl), h('td', {}, e.type), h('td', { class: 'num' }, e.type === 'file' ? fmtBytes(e.size) : ''),
+      h('td', { class: 'mono' }, e.mode || ''), h('td', {}, fmtTime(e.mtime)),
+      h('td', {},
+        h('button', { class: 'secondary small', onclick: () => showDetails(full) }, 'Details'), ' ',
+        e.type === 'file' ? h('a', { href: '/api/fs/download?' + api.q({ path: full }), download: e.name }, h('button', { class: 'secondary small', type: 'button' }, 'Download')) : null, ' ',
+        h('button', { class: 'secondary small', dataset: { action: 'rename' }, onclick: () => rename(full, e) }, 'Rename/move'), ' ',
+        h('button', { class: 'danger small', dataset: { action: 'delete' }, onclick: () => remove(full, e) }, 'Delete')));
+  }
+
+  async function showDetails(full) {
+    try {
+      const s = await api.get('/api/fs/stat?' + api.q({ path: full }));
+      const dl = [];
+      const item = (k, v) => dl.push(h('dt', {}, k), h('dd', {}, v));
+      item('Path', s.path); item('Type', s.type); item('Inode', String(s.ino));
+      if (s.type === 'file') { item('Size', `${fmtBytes(s.size)} (${s.size} bytes)`); item('ETag', s.etag); }
+      item('Owner', `uid ${s.uid}, gid ${s.gid}`); item('Mode', s.mode); item('Links', String(s.nlink));
+      item('Modified', fmtTime(s.mtime)); item('Changed', fmtTime(s.ctime)); item('Accessed', fmtTime(s.atime));
+      item('Generation', String(s.gen));
+      if (s.symlinkTarget) item('Link target', s.symlinkTarget);
+      if (s.implicit) item('Implicit', 'made by an S3 upload; removed when empty');
+      if (s.layout) {
+        const l = s.layout;
+        item('Layout', `chunk size ${fmtBytes(l.chunkSize)}, stripe ${l.stripe}, chain table ${l.table}` + (l.tableVersion ? ` v${l.tableVersion}` : ''));
+        if (l.chains.length) item('Chains', l.chains.join(', '));
+        if (l.error) item('Chains', l.error);
+      }
+      const meta = Object.entries(s.userMetadata);
+      item('User metadata', meta.length ? h('div', {}, meta.map(([k, v]) => h('div', { class: 'mono' }, `${k}: ${v}`))) : 'none');
+      item('Extended attributes', s.xattrs.length ? h('div', {}, s.xattrs.map(x => h('div', { class: 'mono' }, `${x.name} = ${x.value}` + (x.encoding === 'base64' ? ' (base64)' : '')))) : 'none');
+      replace(details, h('div', { class: 'card' }, h('h2', {}, s.name), h('dl', {}, dl)));
+      details.scrollIntoView({ behavior: 'smooth', block: 'nearest' });
+    } catch (err) {
+      msg.textContent = err.message;
+    }
+  }
+
+  async function mkdir() {
+    const input = h('input', { id: 'mkdir-name', placeholder: 'name', required: true });
+    if (!await dialog('New directory in ' + path, [h('label', {}, 'Name', input)], { okText: 'Create' })) return;
+    try {
+      await api.post('/api/fs/mkdir', { path: joinPath(path, input.value) });
+      load(pages[pageNo]);
+    } catch (err) { msg.textContent = err.message; }
+  }
+
+  async function rename(full, e) {
+    const input = h('input', { id: 'rename-to', value: full, size: 50 });
+    if (!await dialog(`Rename or move ${e.name}`, [h('p', {}, 'New path (the move is atomic; a directory moves with everything in it):'), input], { okText: 'Rename' })) return;
+    try {
+      await api.post('/api/fs/rename', { from: full, to: input.value.trim() });
+      load(pages[pageNo]);
+    } catch (err) { msg.textContent = err.message; }
+  }
+
+  async function remove(full, e) {
+    const dir = e.type === 'dir';
+    const ok = await confirmDialog(`Delete ${e.name}?`,
+      dir ? `This deletes the directory ${full} and everything in it. This cannot be undone.` : `This deletes ${full}. This cannot be undone.`, 'Delete');
+    if (!ok) return;
+    try {
+      await api.post('/api/fs/delete', { path: full, recursive: dir });
+      replace(details);
+      load(pages[pageNo]);
+    } catch (err) { msg.textContent = err.message; }
+  }
+
+  // upload sends a file in parts; the server streams each part into a
+  // hidden staging file and renames it into place at the end.
+  async function upload(file) {
+    const bar = h('div');
+    const status = h('span', {}, 'starting…');
+    const rowEl = h('div', { class: 'upload-row', dataset: { name: file.name } }, h('span', {}, file.name), h('div', { class: 'progress' }, bar), status);
+    uploadsEl.append(rowEl);
+    const show = (done) => {
+      const pct = file.size ? 100 * done / file.size : 100;
+      bar.style.width = pct.toFixed(1) + '%';
+      status.textContent = `${fmtBytes(done)} of ${fmtBytes(file.size)}`;
+    };
+    let up = null;
+    try {
+      up = await api.post('/api/fs/uploads', { path: joinPath(path, file.name), size: file.size });
+      const part = Math.min(PART, up.maxPartBytes || PART);
+      for (let off = 0; off < file.size; off += part) {
+        const blob = file.slice(off, Math.min(file.size, off + part));
+        let tries = 0;
+        for (;;) {
+          try {
+            await api.putPart(`/api/fs/uploads/${encodeURIComponent(up.id)}?offset=${off}`, blob, (n) => show(off + n));
+            break;
+          } catch (err) {
+            if (++tries >= 3 || (err.status >= 400 && err.status < 500)) throw err;
+          }
+        }
+      }
+      await api.post(`/api/fs/uploads/${encodeURIComponent(up.id)}/complete`);
+      show(file.size);
+      status.textContent = 'done';
+      rowEl.dataset.done = 'true';
+      load(pages[pageNo]);
+      setTimeout(() => rowEl.remove(), 4000);
+    } catch (err) {
+      status.textContent = 'failed: ' + err.message;
+      status.className = 'error';
+      if (up) api.del(`/api/fs/uploads/${encodeURIComponent(up.id)}`).catch(() => {});
+    }
+  }
+
+  table.addEventListener('dragover', (e) => { e.preventDefault(); table.classList.add('over'); });
+  table.addEventListener('dragleave', () => table.classList.remove('over'));
+  table.addEventListener('drop', (e) => {
+    e.preventDefault();
+    table.classList.remove('over');
+    for (const f of e.dataTransfer.files) upload(f);
+  });
+
+  load('');
+  return { stop() {} };
+}

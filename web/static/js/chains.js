@@ -1,0 +1,106 @@
+// Chains: every chain, unhealthy first, a page at a time (thousands of
+// chains stay fast: the server sorts and pages), targets in order with their
+// states, recovery progress, and hold/release buttons.
+import * as api from './api.js';
+import { h, replace, badge, fmtBytes, fmtNum, fmtDuration, confirmDialog } from './dom.js';
+
+const PAGE = 100;
+
+export function chainsPage(root, params) {
+  let offset = Number(params.get('offset')) || 0;
+  let state = params.get('state') || 'all';
+  let query = params.get('q') || '';
+  let table = params.get('table') || '';
+  const summary = h('div', { class: 'muted', id: 'chains-summary' }, 'Loading…');
+  const tables = h('span');
+  const stateSel = h('select', { id: 'chains-state', onchange: () => { state = stateSel.value; offset = 0; refresh(); } },
+    h('option', { value: 'all' }, 'All chains'), h('option', { value: 'degraded' }, 'Degraded only'));
+  stateSel.value = state;
+  const search = h('input', { placeholder: 'chain, target or node id', id: 'chains-q', size: 22, value: query });
+  search.addEventListener('change', () => { query = search.value.trim(); offset = 0; refresh(); });
+  const pager = h('div', { class: 'pager' });
+  const body = h('tbody');
+  const msg = h('p', { class: 'error' });
+  root.append(h('h1', {}, 'Chains'), summary,
+    h('div', { class: 'toolbar' }, stateSel, tables, search, h('span', { class: 'spacer' }), pager), msg,
+    h('div', { class: 'table-wrap' }, h('table', { id: 'chains' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'Chain'), h('th', {}, 'Version'), h('th', {}, 'State'), h('th', {}, 'Tables'), h('th', {}, 'Targets, head first'))),
+      body)));
+
+  let timer = null, stopped = false, busy = false;
+  async function refresh() {
+    clearTimeout(timer);
+    try {
+      const r = await api.get('/api/chains?' + api.q({ offset, limit: PAGE, state, q: query, table }));
+      msg.textContent = '';
+      render(r);
+    } catch (err) {
+      msg.textContent = err.message;
+    }
+    if (!stopped) timer = setTimeout(() => { if (!busy) refresh(); else timer = setTimeout(refresh, 1000); }, 3000);
+  }
+
+  function render(r) {
+    summary.textContent = `Routing version ${r.routingVersion}: ${fmtNum(r.total)} chains, ${fmtNum(r.degraded)} not fully serving` +
+      (r.bootstrapping ? ' (a new primary is still hearing from every node)' : '');
+    const tsel = h('select', { id: 'chains-table', onchange: () => { table = tsel.value; offset = 0; refresh(); } },
+      h('option', { value: '' }, 'Every table'),
+      r.tables.map(t => h('option', { value: t.id }, `Table ${t.id} (v${t.versions}, ${t.chains} chains)`)));
+    tsel.value = table;
+    replace(tables, tsel);
+    const last = Math.min(r.offset + r.chains.length, r.matched);
+    replace(pager,
+      h('button', { class: 'secondary small', disabled: r.offset === 0, onclick: () => { offset = Math.max(0, offset - PAGE); refresh(); } }, '‹ Previous'),
+      h('span', {}, r.matched ? `${fmtNum(r.offset + 1)}–${fmtNum(last)} of ${fmtNum(r.matched)}` : 'no chains match'),
+      h('button', { class: 'secondary small', disabled: last >= r.matched, onclick: () => { offset += PAGE; refresh(); } }, 'Next ›'));
+    replace(body, r.chains.map(c => h('tr', { class: c.state === 'ok' ? '' : c.state, dataset: { chain: c.id } },
+      h('td', {}, String(c.id)), h('td', {}, 'v' + c.version), h('td', {}, badge(c.state)),
+      h('td', {}, c.tables.join(', ') || '–'),
+      h('td', {}, h('div', { class: 'targets' }, c.targets.map(targetBox))))));
+  }
+
+  function targetBox(t) {
+    const held = t.public === 'offline' || t.public === 'lastsrv';
+    const btn = h('button', { class: 'small ' + (held ? 'secondary' : 'danger'), dataset: { target: t.id, action: held ? 'online' : 'offline' } },
+      held ? 'Bring online' : 'Take offline');
+    btn.addEventListener('click', () => hold(t, !held));
+    const rec = t.recovery;
+    return h('div', { class: 'target', dataset: { target: t.id, public: t.public } },
+      h('div', { class: 'head' }, `Target ${t.id} `, badge(t.public), ' ', badge(t.local)),
+      h('div', { class: 'where' }, `node ${t.node} disk ${t.disk}`, t.nodeAddr ? ` · ${t.nodeAddr}` : ''),
+      rec ? recovery(rec) : (t.public === 'syncing' ? h('div', { class: 'where' }, 'recovery starting…') : null),
+      h('div', {}, btn));
+  }
+
+  function recovery(rec) {
+    const pct = rec.chunks ? 100 * rec.chunksDone / rec.chunks : 0;
+    const bar = h('div');
+    bar.style.width = pct.toFixed(1) + '%'; // CSSOM: allowed by the page's CSP, unlike style attributes
+    return h('div', { class: 'recovery' },
+      h('div', { class: 'progress' }, bar),
+      h('div', { class: 'where' }, `${fmtNum(rec.chunksDone)} of ${fmtNum(rec.chunks)} chunks, ${fmtBytes(rec.bytesDone)} sent`,
+        rec.bytesPerSec !== null ? ` · ${fmtBytes(rec.bytesPerSec)}/s` : '',
+        rec.secondsLeft !== null ? ` · ${fmtDuration(rec.secondsLeft)} left` : '',
+        ` · from target ${rec.from}`));
+  }
+
+  async function hold(t, offline) {
+    busy = true;
+    try {
+      const ok = offline
+        ? await confirmDialog(`Take target ${t.id} offline?`, `Target ${t.id} (node ${t.node}, disk ${t.disk}) is ${t.public}. Its chain loses this replica until you bring it back online; it then recovers through waiting and syncing.`, 'Take offline')
+        : await confirmDialog(`Bring target ${t.id} online?`, `Target ${t.id} rejoins its chain as its node reports it: waiting, then syncing, then serving.`, 'Bring online', false);
+      if (!ok) return;
+      await api.post(`/api/targets/${t.id}/${offline ? 'offline' : 'online'}`);
+      msg.textContent = '';
+      await refresh();
+    } catch (err) {
+      msg.textContent = err.message;
+    } finally {
+      busy = false;
+    }
+  }
+
+  refresh();
+  return { stop() { stopped = true; clearTimeout(timer); } };
+}

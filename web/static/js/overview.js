@@ -1,0 +1,92 @@
+// Overview: health in one line, services, capacity, live charts.
+import * as api from './api.js';
+import { h, replace, badge, fmtBytes, fmtNum, fmtAgo } from './dom.js';
+import { chart } from './chart.js';
+
+export function overviewPage(root) {
+  const health = h('div', { class: 'card', id: 'health' }, 'Loading…');
+  const stats = h('div', { class: 'grid' });
+  const charts = {
+    stored: chart('Stored bytes, net change per second (all replicas)', v => fmtBytes(v) + '/s'),
+    chunks: chart('Chunks stored, net change per second', v => fmtNum(v, 1) + '/s'),
+    nsBytes: chart('Namespace file bytes, net change per second', v => fmtBytes(v) + '/s'),
+    inodes: chart('Inodes, net change per second', v => fmtNum(v, 1) + '/s'),
+  };
+  const services = h('div');
+  const disks = h('div');
+  const gaps = h('div');
+  root.append(
+    h('h1', {}, 'Overview'), health,
+    h('h2', {}, 'Cluster'), stats,
+    h('h2', {}, 'Activity'), h('div', { class: 'charts' }, Object.values(charts).map(c => c.el)),
+    h('h2', {}, 'Services'), services,
+    h('h2', {}, 'Capacity per disk'), disks,
+    gaps);
+
+  let timer = null, stopped = false;
+  async function refresh() {
+    try {
+      const o = await api.get('/api/overview');
+      render(o);
+      schedule((o.sampleSeconds || 2) * 1000);
+    } catch (err) {
+      replace(health, h('div', { class: 'health' }, badge('unavailable'), h('span', {}, err.message)));
+      schedule(3000);
+    }
+  }
+  function schedule(ms) { if (!stopped) timer = setTimeout(refresh, ms); }
+
+  function render(o) {
+    replace(health,
+      h('div', { class: 'health' }, badge(o.health.state, o.health.state), h('span', {}, healthLine(o))),
+      o.health.reasons.length ? h('ul', {}, o.health.reasons.map(r => h('li', {}, r))) : null);
+    const cap = o.capacity;
+    const ns = o.namespace;
+    replace(stats,
+      stat('Chains', `${fmtNum(o.chains.total)} total`, `${o.chains.degraded} degraded, ${o.chains.unavailable} unavailable, ${o.chains.syncingTargets} targets syncing`),
+      stat('Capacity used', fmtBytes(cap.usedBytes), cap.freeKnown ? `${fmtBytes(cap.freeBytes)} free on ${cap.disks} disks` : `${cap.disks} disks (free space not reported)`),
+      ns ? stat('Namespace', `${fmtNum(ns.inodes)} inodes`, ns.error ? ns.error : `${fmtBytes(ns.bytes)} in files`) : stat('Namespace', '–', 'no metadata client'),
+      stat('GC queue', o.gcQueue === null ? '–' : fmtNum(o.gcQueue), o.gcQueue === null ? 'not reported' : 'removed files awaiting chunk reclaim'),
+      stat('Routing version', String(o.routingVersion), o.bootstrapping ? 'primary is bootstrapping' : 'current'));
+    const rates = o.rates || [];
+    const pts = (f) => rates.map(r => ({ t: Date.parse(r.t), v: f(r) }));
+    charts.stored.draw(pts(r => r.storedBytesPerSec));
+    charts.chunks.draw(pts(r => r.chunksPerSec));
+    charts.nsBytes.draw(pts(r => r.nsBytesPerSec));
+    charts.inodes.draw(pts(r => r.inodesPerSec));
+
+    const rows = [];
+    for (const m of o.mgmtds) rows.push(h('tr', {}, h('td', {}, 'mgmtd'), h('td', {}, m.id), h('td', { class: 'mono' }, m.addr), h('td', {}, badge('alive', m.primary ? 'primary' : 'standby')), h('td', {}, '–'), h('td', {}, '')));
+    for (const s of o.services || []) rows.push(h('tr', {}, h('td', {}, s.kind), h('td', {}, s.id), h('td', { class: 'mono' }, s.addr || '–'), h('td', {}, badge(s.alive ? 'alive' : 'failed', s.alive ? 'alive' : 'gone')), h('td', {}, fmtAgo(s.lastSeen)), h('td', {}, '')));
+    for (const n of o.storage) rows.push(h('tr', { class: n.state === 'alive' ? '' : 'degraded' },
+      h('td', {}, 'storaged'), h('td', {}, 'node ' + n.node), h('td', { class: 'mono' }, n.addr || '–'), h('td', {}, badge(n.state === 'alive' ? 'alive' : 'failed', n.state)),
+      h('td', {}, fmtAgo(n.lastHeartbeat)), h('td', { class: 'muted' }, n.targets.map(t => `${t.target} ${t.local}`).join(', '))));
+    replace(services, h('div', { class: 'table-wrap' }, h('table', { id: 'services' },
+      h('thead', {}, h('tr', {}, ['Service', 'ID', 'Address', 'State', 'Last heartbeat', 'Targets'].map(t => h('th', {}, t)))),
+      h('tbody', {}, rows))));
+
+    const drows = [];
+    for (const n of o.storage) for (const d of n.disks) drows.push(h('tr', { class: d.readOnly ? 'degraded' : '' },
+      h('td', {}, 'node ' + n.node), h('td', { class: 'mono' }, d.path), h('td', { class: 'num' }, fmtBytes(d.usedBytes)),
+      h('td', { class: 'num' }, d.freeBytes ? fmtBytes(d.freeBytes) : '–'), h('td', { class: 'num' }, fmtNum(d.chunks)),
+      h('td', {}, d.readOnly ? badge('failed', 'read-only') : badge('ok', 'writable'), d.readOnlyReason ? ' ' + d.readOnlyReason : '')));
+    drows.push(h('tr', {}, h('td', {}, h('b', {}, 'Total')), h('td', {}, `${cap.disks} disks`), h('td', { class: 'num' }, h('b', {}, fmtBytes(cap.usedBytes))),
+      h('td', { class: 'num' }, cap.freeKnown ? fmtBytes(cap.freeBytes) : '–'), h('td', {}, ''), h('td', {}, '')));
+    replace(disks, h('div', { class: 'table-wrap' }, h('table', {},
+      h('thead', {}, h('tr', {}, ['Node', 'Disk', 'Used', 'Free', 'Chunks', 'State'].map((t, i) => h('th', { class: i >= 2 && i <= 4 ? 'num' : '' }, t)))),
+      h('tbody', {}, drows))));
+    replace(gaps, o.unreported.length ? [h('h3', {}, 'Not reported by the cluster'), h('ul', { class: 'muted' }, o.unreported.map(u => h('li', {}, u)))] : []);
+  }
+
+  refresh();
+  return { stop() { stopped = true; clearTimeout(timer); } };
+}
+
+function healthLine(o) {
+  if (o.health.state === 'healthy') return `All ${o.chains.total} chains serving; ${o.storage.length} storage nodes alive.`;
+  return o.health.reasons[0] || '';
+}
+
+function stat(label, value, sub) {
+  return h('div', { class: 'card stat' }, h('div', { class: 'label' }, label), h('div', { class: 'value' }, value), h('div', { class: 'muted' }, sub));
+}
