@@ -117,6 +117,7 @@ func New(cfg Config) (*Server, error) {
 	rpc.Handle(s.rpc, metaapi.MethodRemoveXattr, s.removeXattr)
 	rpc.Handle(s.rpc, metaapi.MethodSetLayout, s.setLayout)
 	rpc.Handle(s.rpc, metaapi.MethodGetLayout, s.getLayout)
+	rpc.Handle(s.rpc, metaapi.MethodFsck, s.fsck)
 	return s, nil
 }
 
@@ -360,4 +361,13 @@ func (s *Server) getLayout(ctx context.Context, r *metaapi.InodeReq, _ []byte) (
 		return nil, nil, wire(err)
 	}
 	return &metaapi.LayoutReq{Ino: r.Ino, Layout: l}, nil, nil
+}
+
+func (s *Server) fsck(ctx context.Context, _ *metaapi.Empty, _ []byte) (*metaapi.FsckResp, []byte, error) {
+	r, err := ns.Check(ctx, s.ns.DB())
+	if err != nil {
+		return nil, nil, wire(err)
+	}
+	return &metaapi.FsckResp{Inodes: r.Inodes, Dirs: r.Dirs, Files: r.Files, Symlinks: r.Symlinks, Dentries: r.Dentries,
+		GCQueued: r.GCQueued, Sessions: r.Sessions, Problems: r.Problems, Summary: r.String()}, nil, nil
 }

@@ -60,4 +60,3 @@ func (s *Server) reapOnce(ctx context.Context, m *client.Mgmtd) (int, error) {
 	}
 	return s.ns.ReapSessions(ctx, func(c ns.ClientID) bool { return live[string(c)] })
 }
-

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/client"
+	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/kv/pebblekv"
 	"github.com/flyfs/flyfs/metad"
 	"github.com/flyfs/flyfs/metad/ns"
@@ -24,6 +25,10 @@ type FSConfig struct {
 	// GCGrace is how long removed files keep their chunks (default: none,
 	// so tests see reclamation at once).
 	GCGrace time.Duration
+	// MetaFaults, when set, gives metad its own Pebble store with KV fault
+	// injection (failed reads and commits, "maybe committed" that did or did
+	// not commit); mgmtd keeps a clean store.
+	MetaFaults *kv.Faults
 }
 
 // FSCluster is a running file system.
@@ -33,6 +38,8 @@ type FSCluster struct {
 	Metads []*MetadNode
 	once   sync.Once
 	fs     *client.FS
+	// MetaKV is metad's store (the cluster's KV unless MetaFaults is set).
+	MetaKV *kv.DB
 }
 
 // MetadNode is one metadata service; its address survives Kill/Start.
@@ -77,6 +84,15 @@ func StartFS(tb TB, cfg FSConfig) *FSCluster {
 		tb.Cleanup(func() { db.Close() }) // runs after the services stop (cleanups are LIFO)
 	}
 	c := &FSCluster{Cluster: StartCluster(tb, cfg.ClusterConfig), cfg: cfg}
+	c.MetaKV = c.KV
+	if cfg.MetaFaults != nil {
+		db, err := pebblekv.Open(filepath.Join(tb.TempDir(), "meta-faulty"), pebblekv.Options{NoSync: cfg.NoSync, KV: kv.Options{Faults: cfg.MetaFaults}})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		c.MetaKV = db
+		tb.Cleanup(func() { db.Close() })
+	}
 	for i := 0; i < cfg.Metads; i++ {
 		m := &MetadNode{Name: fmt.Sprintf("md%d", i+1), Addr: reserve(tb)}
 		c.Net.Own(m.Addr, m.Name)
@@ -122,7 +138,7 @@ func (c *FSCluster) StartMetad(i int) error {
 	if grace == 0 {
 		grace = -1 // none
 	}
-	srv, err := metad.New(metad.Config{KV: c.KV, Namespace: ns.Options{GCGrace: grace}, Routing: src, Storage: rc, RPC: c.rpcOptions(m.Name), Logger: quietLog,
+	srv, err := metad.New(metad.Config{KV: c.MetaKV, Namespace: ns.Options{GCGrace: grace}, Routing: src, Storage: rc, RPC: c.rpcOptions(m.Name), Logger: quietLog,
 		DefaultChunkSize: c.cfg.ChunkSize, DefaultStripe: c.cfg.Stripe, GCInterval: 100 * time.Millisecond,
 		Mgmtd: src.Mgmtd(), Addr: m.Addr, ID: m.Name, ReapEvery: c.cfg.T})
 	if err != nil {
@@ -167,9 +183,14 @@ func (c *FSCluster) MetadAddrs() []string {
 // Dial returns a new client of the file system, dialing as party (for
 // Network cuts); the caller closes it.
 func (c *FSCluster) Dial(party string) (*client.FS, error) {
+	return c.DialMetad(party, nil)
+}
+
+// DialMetad is Dial bound to the given metad addresses (nil: discovered).
+func (c *FSCluster) DialMetad(party string, metads []string) (*client.FS, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	return client.Dial(ctx, client.Config{Mgmtd: c.MgmtdAddrs(), Token: c.Token, Logger: quietLog, Dialer: c.Net.Dialer(party)})
+	return client.Dial(ctx, client.Config{Mgmtd: c.MgmtdAddrs(), Token: c.Token, Logger: quietLog, Dialer: c.Net.Dialer(party), Metad: metads})
 }
 
 // FS returns the cluster's shared client (dialed on first use, closed at

@@ -42,6 +42,7 @@ const (
 	MethodRemoveXattr rpc.Method = 0x0417
 	MethodSetLayout   rpc.Method = 0x0418
 	MethodGetLayout   rpc.Method = 0x0419
+	MethodFsck        rpc.Method = 0x041b // check the whole namespace's consistency
 )
 
 // Rename flags, with Linux's values.
@@ -417,4 +418,21 @@ func (c Client) SetLayout(ctx context.Context, req *LayoutReq) error {
 }
 func (c Client) GetLayout(ctx context.Context, ino uint64) (*LayoutReq, error) {
 	return call[InodeReq, LayoutReq](ctx, c, MethodGetLayout, &InodeReq{Ino: ino})
+}
+
+// FsckResp is the outcome of a namespace check.
+type FsckResp struct {
+	Inodes   int      `cbor:"1,keyasint"`
+	Dirs     int      `cbor:"2,keyasint"`
+	Files    int      `cbor:"3,keyasint"`
+	Symlinks int      `cbor:"4,keyasint"`
+	Dentries int      `cbor:"5,keyasint"`
+	GCQueued int      `cbor:"6,keyasint"`
+	Sessions int      `cbor:"7,keyasint"`
+	Problems []string `cbor:"8,keyasint,omitempty"`
+	Summary  string   `cbor:"9,keyasint"`
+}
+
+func (c Client) Fsck(ctx context.Context) (*FsckResp, error) {
+	return call[Empty, FsckResp](ctx, c, MethodFsck, &Empty{})
 }

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/flyfs/flyfs/core/client"
+	"github.com/spf13/cobra"
+)
+
+func init() { extraAdminCommands = append(extraAdminCommands, adminFsckCmd) }
+
+// adminFsckCmd checks the namespace through a metad found via mgmtd; the KV
+// store itself may be locked by a running server, so the check runs there.
+func adminFsckCmd(o *adminOptions) *cobra.Command {
+	var metads []string
+	cmd := &cobra.Command{
+		Use:   "fsck",
+		Short: "Check the namespace: every entry names a live inode, nlink counts match, no orphans",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			if len(o.addrs) == 0 {
+				return errors.New("no --mgmtd address")
+			}
+			ctx := cmd.Context()
+			fs, err := client.Dial(ctx, client.Config{Mgmtd: o.addrs, Token: o.token, Metad: metads, MetaRetry: o.timeout})
+			if err != nil {
+				return err
+			}
+			defer fs.Close()
+			r, err := fs.Meta().Fsck(ctx)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), r.Summary)
+			if len(r.Problems) > 0 {
+				return fmt.Errorf("fsck found %d problems", len(r.Problems))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringSliceVar(&metads, "metad", nil, "metad addresses (default: the ones registered with mgmtd)")
+	return cmd
+}

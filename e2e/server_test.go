@@ -1,0 +1,81 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flyfs/flyfs/core/client"
+)
+
+// TestServerProcessAndAdminFsck runs `flyfs server` as a child process,
+// writes a file through a client that finds metad through mgmtd, checks the
+// namespace with `flyfs admin fsck`, kills the server with SIGKILL, restarts
+// it on the same data directory and reads the file back.
+func TestServerProcessAndAdminFsck(t *testing.T) {
+	bin := flyfsBinary(t)
+	dir := t.TempDir()
+	mgmtd, metad := freeAddr(t), freeAddr(t)
+	start := func() *proc {
+		p := startProc(t, bin, filepath.Join(dir, "server.log"), "server", "--data", dir, "--mgmtd-addr", mgmtd, "--metad-addr", metad, "--chains", "4")
+		waitListening(t, metad)
+		return p
+	}
+	p := start()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	fs, err := client.Dial(ctx, client.Config{Mgmtd: []string{mgmtd}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.MkdirAll(ctx, "/data/train", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fs.Create(ctx, "/data/train/shard-0", 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("flyfs!"), 500_000) // 3 MB
+	if _, err := f.WriteAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fs.Close()
+
+	fsck := func() string {
+		out, err := exec.Command(bin, "admin", "--mgmtd", mgmtd, "--timeout", "30s", "fsck").CombinedOutput()
+		if err != nil {
+			t.Fatalf("flyfs admin fsck: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	if out := fsck(); !strings.Contains(out, "clean") {
+		t.Fatalf("fsck output: %s", out)
+	}
+
+	p.kill()
+	start()
+	fs, err = client.Dial(ctx, client.Config{Mgmtd: []string{mgmtd}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	r, err := fs.Open(ctx, "/data/train/shard-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(data))
+	if n, err := r.ReadAt(got, 0); n != len(data) || (err != nil && err != io.EOF) || !bytes.Equal(got, data) {
+		t.Fatalf("after kill -9 and restart: read %d bytes (%v), equal %v", n, err, bytes.Equal(got, data))
+	}
+	if out := fsck(); !strings.Contains(out, "clean") {
+		t.Fatalf("fsck after restart: %s", out)
+	}
+}
