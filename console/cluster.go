@@ -192,9 +192,6 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 	if nodes.Partial || !primary {
 		bad("unavailable", "no primary cluster manager is elected: chain states cannot change")
 	}
-	if boot {
-		bad("degraded", "a new primary cluster manager is still hearing from every node")
-	}
 
 	allFree := true
 	for _, n := range nodes.Nodes {

@@ -186,6 +186,13 @@ func (c *Console) handleUploadPart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	limit := min(uint64(c.cfg.MaxPartBytes), up.size-off)
+	if r.ContentLength > int64(limit) {
+		// Refused before a byte is written. (A body of unknown length that
+		// turns out too long is cut off with part of it written: the
+		// caller must send that range again.)
+		apiError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("a part at offset %d may hold at most %d bytes (the part size limit or the declared size)", off, limit))
+		return
+	}
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	if up.closed {
