@@ -177,7 +177,7 @@ func (r *Ring) Submit() {
 	}
 }
 
-// Wait reaps completions into out: it returns once at least min are
+// Wait reaps completions into out: it returns once at least want are
 // available (clamped to the IOs in flight and to len(out)) or timeout
 // passes (timeout <= 0: no limit), with every completion available then, up
 // to len(out).

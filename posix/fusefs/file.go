@@ -1,0 +1,422 @@
+package fusefs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/flyfs/flyfs/core/api/metaapi"
+	"github.com/flyfs/flyfs/core/client"
+)
+
+// handle is an open file. A write handle owns a write session; closing the
+// file (FLUSH) ends the session once something was written, so another
+// client sees the data and length as soon as close(2) returns. A write that
+// comes after that (a dup'd descriptor, mmap write-back) opens a new one.
+type handle struct {
+	id    uint64
+	ino   uint64
+	write bool
+	creds client.Creds
+
+	mu    sync.RWMutex // read-locked around writes, locked to end or reopen the session
+	f     atomic.Pointer[client.File]
+	live  bool // the write session is open (under mu)
+	dirty atomic.Bool
+}
+
+// openInode is the set of this mount's open handles of one inode.
+type openInode struct {
+	handles map[*handle]struct{}
+}
+
+// openFlags is what metad needs of open(2)'s flags.
+func openFlags(flags uint32) int {
+	return int(flags) & (os.O_WRONLY | os.O_RDWR | os.O_TRUNC | os.O_EXCL)
+}
+
+func isWrite(flags uint32) bool { return int(flags)&syscall.O_ACCMODE != syscall.O_RDONLY }
+
+func (f *fileSystem) addHandle(ino uint64, file *client.File, write bool, c client.Creds) *handle {
+	h := &handle{ino: ino, write: write, creds: c, live: write}
+	h.f.Store(file)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextFH++
+	h.id = f.nextFH
+	f.files[h.id] = h
+	oi := f.opened[ino]
+	if oi == nil {
+		oi = &openInode{handles: map[*handle]struct{}{}}
+		f.opened[ino] = oi
+	}
+	oi.handles[h] = struct{}{}
+	return h
+}
+
+func (f *fileSystem) handle(fh uint64) *handle {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.files[fh]
+}
+
+func (f *fileSystem) dropHandle(h *handle) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.files, h.id)
+	if oi := f.opened[h.ino]; oi != nil {
+		delete(oi.handles, h)
+		if len(oi.handles) == 0 {
+			delete(f.opened, h.ino)
+		}
+	}
+}
+
+// localSize is the largest size this mount's open writers of ino know of
+// (0 if none): metad learns it only when they close or sync.
+func (f *fileSystem) localSize(ino uint64) uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var size uint64
+	if oi := f.opened[ino]; oi != nil {
+		for h := range oi.handles {
+			if h.write {
+				size = max(size, h.f.Load().Size())
+			}
+		}
+	}
+	return size
+}
+
+// readerFor picks the open file of ino that knows the largest size, so a
+// reader sees what a writer of this mount wrote past the size it opened.
+func (f *fileSystem) readerFor(ino uint64, prefer *handle) *client.File {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var best *client.File
+	var size uint64
+	if prefer != nil {
+		best = prefer.f.Load()
+		size = best.Size()
+	}
+	if oi := f.opened[ino]; oi != nil {
+		for h := range oi.handles {
+			if h == prefer || (!h.write && best != nil) {
+				continue
+			}
+			if fl := h.f.Load(); best == nil || fl.Size() > size {
+				best, size = fl, fl.Size()
+			}
+		}
+	}
+	return best
+}
+
+// writer returns an open write handle of ino, or nil.
+func (f *fileSystem) writer(ino uint64) *handle {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if oi := f.opened[ino]; oi != nil {
+		for h := range oi.handles {
+			if h.write {
+				return h
+			}
+		}
+	}
+	return nil
+}
+
+// keepCache reports whether the kernel may keep the page cache of in from
+// an earlier open: nothing changed the file since (same Gen and length).
+func (f *fileSystem) keepCache(in metaapi.Inode) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	prev, ok := f.seenGen[in.ID]
+	if len(f.seenGen) > 1<<20 {
+		clear(f.seenGen)
+	}
+	f.seenGen[in.ID] = genSeen{in.Gen, in.Length}
+	return ok && prev == genSeen{in.Gen, in.Length}
+}
+
+// writeAt writes through the handle's session, opening a new one if the
+// last was ended by a close of a duplicate descriptor.
+func (h *handle) writeAt(ctx context.Context, f *fileSystem, p []byte, off int64) (int, error) {
+	if uint64(off)+uint64(len(p)) > metaapi.MaxFileSize {
+		return 0, syscall.EFBIG
+	}
+	h.mu.RLock()
+	for !h.live {
+		h.mu.RUnlock()
+		if err := h.reopen(ctx, f); err != nil {
+			return 0, err
+		}
+		h.mu.RLock()
+	}
+	defer h.mu.RUnlock()
+	h.dirty.Store(true)
+	return h.f.Load().WriteAtContext(ctx, p, off)
+}
+
+func (h *handle) reopen(ctx context.Context, f *fileSystem) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.live {
+		return nil
+	}
+	in, session, err := f.meta.Open(ctx, h.ino, os.O_WRONLY, h.creds)
+	if err != nil {
+		return err
+	}
+	file, err := f.fs.OpenInode(ctx, in, session)
+	if err != nil {
+		return err
+	}
+	h.f.Store(file)
+	h.live = true
+	return nil
+}
+
+// closeSession ends the write session (settling the file's length with
+// metad) and returns the file's inode after it.
+func (h *handle) closeSession(ctx context.Context) (metaapi.Inode, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.live {
+		return metaapi.Inode{}, nil
+	}
+	file := h.f.Load()
+	h.live = false
+	h.dirty.Store(false)
+	if err := file.CloseContext(ctx); err != nil {
+		return metaapi.Inode{}, err
+	}
+	return file.Inode(), nil
+}
+
+func (f *fileSystem) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	if isVirt(in.NodeId) {
+		return fuse.EACCES
+	}
+	ctx, done := f.ctx(cancel)
+	defer done()
+	c := creds(&in.InHeader)
+	ino, session, err := f.meta.Open(ctx, in.NodeId, openFlags(in.Flags), c)
+	if err != nil {
+		return f.status(ctx, "open", err)
+	}
+	file, err := f.fs.OpenInode(ctx, ino, session)
+	if err != nil {
+		return f.status(ctx, "open", err)
+	}
+	h := f.addHandle(ino.ID, file, session != nil, c)
+	out.Fh = h.id
+	if f.keepCache(ino) {
+		out.OpenFlags |= fuse.FOPEN_KEEP_CACHE
+	}
+	return fuse.OK
+}
+
+func (f *fileSystem) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+	if st, ok := f.virtRefuse(in.NodeId, name); ok {
+		return st
+	}
+	if len(name) > maxName {
+		return fuse.Status(syscall.ENAMETOOLONG)
+	}
+	ctx, done := f.ctx(cancel)
+	defer done()
+	c := creds(&in.InHeader)
+	ino, session, _, err := f.meta.Create(ctx, in.NodeId, name, in.Mode&07777, openFlags(in.Flags), c)
+	if err != nil {
+		return f.status(ctx, "create", err)
+	}
+	file, err := f.fs.OpenInode(ctx, ino, session)
+	if err != nil {
+		return f.status(ctx, "create", err)
+	}
+	h := f.addHandle(ino.ID, file, session != nil, c)
+	f.keepCache(ino)
+	f.fillEntry(ino, &out.EntryOut)
+	out.OpenOut.Fh = h.id
+	return fuse.OK
+}
+
+// Mknod makes regular files only: flyfs has no device, fifo or socket
+// inodes.
+func (f *fileSystem) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
+	if st, ok := f.virtRefuse(in.NodeId, name); ok {
+		return st
+	}
+	if in.Mode&syscall.S_IFMT != syscall.S_IFREG && in.Mode&syscall.S_IFMT != 0 {
+		return fuse.EPERM
+	}
+	if len(name) > maxName {
+		return fuse.Status(syscall.ENAMETOOLONG)
+	}
+	ctx, done := f.ctx(cancel)
+	defer done()
+	ino, _, _, err := f.meta.Create(ctx, in.NodeId, name, in.Mode&07777, os.O_EXCL, creds(&in.InHeader))
+	if err != nil {
+		return f.status(ctx, "mknod", err)
+	}
+	f.fillEntry(ino, out)
+	return fuse.OK
+}
+
+func (f *fileSystem) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	h := f.handle(in.Fh)
+	if h == nil {
+		return nil, fuse.EBADF
+	}
+	ctx, done := f.ctx(cancel)
+	defer done()
+	file := f.readerFor(h.ino, h)
+	n, err := file.ReadAtContext(ctx, buf[:min(int(in.Size), len(buf))], int64(in.Offset))
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, f.status(ctx, "read", err)
+	}
+	return fuse.ReadResultData(buf[:n]), fuse.OK
+}
+
+func (f *fileSystem) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+	h := f.handle(in.Fh)
+	if h == nil || !h.write {
+		return 0, fuse.EBADF
+	}
+	ctx, done := f.ctx(cancel)
+	defer done()
+	n, err := h.writeAt(ctx, f, data, int64(in.Offset))
+	if err != nil {
+		return 0, f.status(ctx, "write", err)
+	}
+	return uint32(n), fuse.OK
+}
+
+// Flush runs on every close(2): a handle that wrote ends its session here,
+// so the data and length are settled when close returns.
+func (f *fileSystem) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
+	h := f.handle(in.Fh)
+	if h == nil || !h.write || !h.dirty.Load() {
+		return fuse.OK
+	}
+	ctx, done := f.ctx(cancel)
+	defer done()
+	ino, err := h.closeSession(ctx)
+	if err != nil {
+		return f.status(ctx, "close", err)
+	}
+	if ino.ID != 0 {
+		f.keepCache(ino) // the page cache holds what this mount just wrote
+	}
+	return fuse.OK
+}
+
+func (f *fileSystem) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	h := f.handle(in.Fh)
+	if h == nil || !h.write {
+		return fuse.OK
+	}
+	ctx, done := f.ctx(cancel)
+	defer done()
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if !h.live {
+		return fuse.OK
+	}
+	return f.status(ctx, "fsync", h.f.Load().Sync(ctx))
+}
+
+func (f *fileSystem) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	h := f.handle(in.Fh)
+	if h == nil {
+		return
+	}
+	f.dropHandle(h)
+	if !h.write {
+		return
+	}
+	ctx, done := f.ctx(cancel)
+	defer done()
+	if _, err := h.closeSession(ctx); err != nil {
+		f.opts.Log.Warn("fusefs: closing a write session on release failed", "ino", h.ino, "err", err)
+	}
+}
+
+// Fallocate supports mode 0 (reserve, extending the size): flyfs allocates
+// chunks as they are written, so only the size changes.
+func (f *fileSystem) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
+	if in.Mode != 0 {
+		return fuse.Status(syscall.EOPNOTSUPP)
+	}
+	end := in.Offset + in.Length
+	if end < in.Offset || end > metaapi.MaxFileSize {
+		return fuse.Status(syscall.EFBIG)
+	}
+	ctx, done := f.ctx(cancel)
+	defer done()
+	ino, err := f.meta.Stat(ctx, in.NodeId)
+	if err != nil {
+		return f.status(ctx, "fallocate", err)
+	}
+	if end <= max(ino.Length, f.localSize(in.NodeId)) {
+		return fuse.OK
+	}
+	_, err = f.truncate(ctx, in.NodeId, end)
+	return f.status(ctx, "fallocate", err)
+}
+
+// truncate sets a file's size. Open write sessions of this mount truncate
+// through their file, so their own idea of the length follows; read
+// handles get a fresh view of the new length.
+func (f *fileSystem) truncate(ctx context.Context, ino uint64, size uint64) (metaapi.Inode, error) {
+	f.mu.Lock()
+	var hs []*handle
+	if oi := f.opened[ino]; oi != nil {
+		for h := range oi.handles {
+			hs = append(hs, h)
+		}
+	}
+	f.mu.Unlock()
+	done := false
+	for _, h := range hs {
+		if !h.write {
+			continue
+		}
+		h.mu.RLock()
+		if h.live {
+			if err := h.f.Load().Truncate(ctx, int64(size)); err != nil {
+				h.mu.RUnlock()
+				return metaapi.Inode{}, err
+			}
+			done = true
+		}
+		h.mu.RUnlock()
+	}
+	var in metaapi.Inode
+	var err error
+	if done {
+		in, err = f.meta.Stat(ctx, ino)
+	} else {
+		in, err = f.meta.SetAttr(ctx, ino, metaapi.SetAttrReq{Mask: metaapi.SetSize, Size: size})
+	}
+	if err != nil {
+		return in, err
+	}
+	for _, h := range hs {
+		h.mu.Lock()
+		if !h.live {
+			if file, err := f.fs.OpenInode(ctx, in, nil); err == nil {
+				h.f.Store(file)
+			}
+		}
+		h.mu.Unlock()
+	}
+	return in, nil
+}
