@@ -34,10 +34,10 @@ type fileSystem struct {
 
 	mu      sync.Mutex
 	nextFH  uint64
-	files   map[uint64]*handle     // open files by handle id
-	opened  map[uint64]*openInode  // open files by inode
-	dirs    map[uint64]*dirHandle  // open directories by handle id
-	seenGen map[uint64]genSeen     // what the page cache of an inode holds
+	files   map[uint64]*handle    // open files by handle id
+	opened  map[uint64]*openInode // open files by inode
+	dirs    map[uint64]*dirHandle // open directories by handle id
+	seenGen map[uint64]genSeen    // what the page cache of an inode holds
 	native  *native.Daemon
 }
 
