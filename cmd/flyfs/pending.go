@@ -25,7 +25,6 @@ type pendingRole struct {
 
 var pendingRoles = []pendingRole{
 	{"gateway", "Run the S3-compatible gateway over the namespace", "the S3 issue (#7)"},
-	{"mount", "Mount flyfs with FUSE", "the POSIX issue (#6)"},
 }
 
 func pendingCmd(r pendingRole) *cobra.Command {

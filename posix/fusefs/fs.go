@@ -275,11 +275,13 @@ func (f *fileSystem) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.
 	}
 	const bsize = 4096
 	*out = fuse.StatfsOut{Bsize: bsize, Frsize: bsize, NameLen: maxName}
+	// Used is what the files hold (metad's count) unless the disks report
+	// more; free comes from the disks when known.
 	used := uint64(max(st.Bytes, 0))
 	free := uint64(unknownFree)
 	if f.opts.Capacity != nil {
-		if _, fr, err := f.opts.Capacity(ctx); err == nil {
-			free = fr
+		if u, fr, err := f.opts.Capacity(ctx); err == nil && (u > 0 || fr > 0) {
+			used, free = max(used, u), fr
 		}
 	}
 	out.Blocks = (used + free) / bsize

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/flyfs/flyfs/core/client"
+	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/flyfs/flyfs/posix/fusefs"
+	"github.com/spf13/cobra"
+)
+
+func init() { extraCommands = append(extraCommands, mountCmd(), umountCmd()) }
+
+type mountOptions struct {
+	mgmtd        string
+	token        string
+	attrTimeout  time.Duration
+	entryTimeout time.Duration
+	opTimeout    time.Duration
+	allowOther   bool
+	readAheadKB  int
+	debug        bool
+}
+
+func mountCmd() *cobra.Command {
+	var o mountOptions
+	cmd := &cobra.Command{
+		Use:   "mount --mgmtd ADDR MOUNTPOINT",
+		Short: "Mount flyfs with FUSE",
+		Long: `Mount the cluster whose cluster manager is at --mgmtd on MOUNTPOINT and serve it
+until unmounted (umount, 'flyfs umount', or SIGINT/SIGTERM to this process).
+
+As root it mounts directly with mount(2), so no fusermount is needed; otherwise
+it uses fusermount. The kernel checks permissions from the file modes
+(default_permissions). Attributes and names are cached for --attr-timeout and
+--entry-timeout, so other clients' changes show up within them; every call to
+the cluster fails with EIO after --op-timeout rather than hanging.
+
+The hidden directory MOUNTPOINT/.flyfs takes registrations of the native
+asynchronous API (posix/native).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runMount(ctx, o, args[0], cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.mgmtd, "mgmtd", "", "cluster manager address(es), comma separated (required)")
+	f.StringVar(&o.token, "token", "", "cluster token")
+	f.DurationVar(&o.attrTimeout, "attr-timeout", time.Second, "how long the kernel caches attributes")
+	f.DurationVar(&o.entryTimeout, "entry-timeout", time.Second, "how long the kernel caches names (and missing names)")
+	f.DurationVar(&o.opTimeout, "op-timeout", 30*time.Second, "fail an operation with EIO when the cluster does not answer within this")
+	f.BoolVar(&o.allowOther, "allow-other", os.Getuid() == 0, "let every user use the mount (permissions still apply); default on as root")
+	f.IntVar(&o.readAheadKB, "read-ahead-kb", 4096, "kernel read-ahead of the mount in KiB (-1: kernel default)")
+	f.BoolVar(&o.debug, "debug", false, "log every FUSE request")
+	return cmd
+}
+
+func runMount(ctx context.Context, o mountOptions, dir string, out interface{ Write([]byte) (int, error) }) error {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	var addrs []string
+	for _, a := range strings.Split(o.mgmtd, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return fmt.Errorf("--mgmtd is required")
+	}
+	dctx, cancel := context.WithTimeout(ctx, o.opTimeout)
+	fs, err := client.Dial(dctx, client.Config{Mgmtd: addrs, Token: o.token, Logger: log})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", o.mgmtd, err)
+	}
+	defer fs.Close()
+	rc := rpc.NewClient(rpc.Options{Token: o.token, Logger: log})
+	defer rc.Close()
+	m, err := fusefs.Mount(ctx, fs, dir, fusefs.Options{
+		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, OpTimeout: o.opTimeout,
+		AllowOther: o.allowOther, ReadAheadKB: o.readAheadKB, Debug: o.debug, Log: log,
+		Capacity: fusefs.MgmtdCapacity(client.NewMgmtd(rc, addrs)),
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "flyfs mounted at %s\n", m.Dir())
+	select {
+	case <-ctx.Done():
+		log.Info("unmounting", "dir", m.Dir())
+		return m.Unmount()
+	case <-waitCh(m):
+		return nil
+	}
+}
+
+func waitCh(m *fusefs.Mounted) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() { m.Wait(); close(ch) }()
+	return ch
+}
+
+func umountCmd() *cobra.Command {
+	var lazy bool
+	cmd := &cobra.Command{
+		Use:   "umount MOUNTPOINT",
+		Short: "Unmount a flyfs FUSE mount",
+		Long: `Unmount a flyfs mount; its 'flyfs mount' process then exits. Uses umount(2) as
+root and fusermount otherwise. --lazy detaches a busy mount at once and finishes
+when its last user is gone.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := fusefs.Unmount(args[0], lazy); err != nil {
+				return fmt.Errorf("umount %s: %w", args[0], err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&lazy, "lazy", "l", false, "detach a busy mount now")
+	return cmd
+}
