@@ -140,9 +140,11 @@ func TestMetaAPIThroughDiscoveredMetad(t *testing.T) {
 
 // TestSessionsOfAVanishedClientAreReaped: a client that stops registering
 // (crashed, or closed without closing its files) loses its write sessions,
-// so an unlinked file it held open is reclaimed.
+// and the length it never reported is settled from storage: the last chunk
+// sits on the 20th chain of a 32-wide stripe, past the initial chain-count
+// hint of 16, so this also checks that the writer grew the hint.
 func TestSessionsOfAVanishedClientAreReaped(t *testing.T) {
-	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Chains: 2, NoSync: true, T: 500 * time.Millisecond}})
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Chains: 32, NoSync: true, T: 500 * time.Millisecond}, ChunkSize: 64 << 10})
 	ctx := context.Background()
 	gone, err := c.Dial("gone")
 	if err != nil {
@@ -152,7 +154,8 @@ func TestSessionsOfAVanishedClientAreReaped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteAt([]byte("hello"), 0); err != nil {
+	const size = 19*64<<10 + 1000 // ends 1000 bytes into chunk 19
+	if _, err := f.WriteAt(bytes.Repeat([]byte{7}, size), 0); err != nil {
 		t.Fatal(err)
 	}
 	ino := f.Inode().ID
@@ -167,10 +170,14 @@ func TestSessionsOfAVanishedClientAreReaped(t *testing.T) {
 		if len(s) == 0 {
 			break
 		}
+		_ = ns
 		if time.Now().After(deadline) {
 			t.Fatalf("session of a vanished client still open after 20 s: %+v", s)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	if in, err := ns.Stat(ctx, ino); err != nil || in.Length != size {
+		t.Fatalf("length after reaping: %d (%v), want %d settled from storage", in.Length, err, size)
 	}
 	// A live client's session is not reaped.
 	live := c.FS()

@@ -162,7 +162,7 @@ func wire(err error) error {
 func toWire(in ns.Inode) metaapi.Inode {
 	return metaapi.Inode{ID: in.ID, Type: metaapi.Type(in.Type), Mode: in.Mode, UID: in.UID, GID: in.GID,
 		Atime: in.Atime, Mtime: in.Mtime, Ctime: in.Ctime, Nlink: in.Nlink, Length: in.Length,
-		TruncateVer: in.TruncateVer, Layout: in.Layout, Target: in.Target, Gen: in.Gen, Implicit: in.Implicit}
+		TruncateVer: in.TruncateVer, Layout: in.Layout, Target: in.Target, Gen: in.Gen, Implicit: in.Implicit, StripeHint: in.StripeHint}
 }
 
 func inodeResp(in ns.Inode, err error) (*metaapi.InodeResp, []byte, error) {
@@ -289,7 +289,11 @@ func (s *Server) close(ctx context.Context, r *metaapi.CloseReq, _ []byte) (*met
 	if err := cbor.Unmarshal(r.Session, &sess); err != nil {
 		return nil, nil, metaapi.ErrnoError(syscall.EBADF, "bad session handle")
 	}
-	return inodeResp(s.ns.Close(ctx, sess, &ns.LengthHint{TruncateVer: r.TruncateVer, Length: r.Length, Wrote: r.Wrote}))
+	in, err := s.ns.Close(ctx, sess, &ns.LengthHint{TruncateVer: r.TruncateVer, Length: r.Length, Wrote: r.Wrote})
+	if err == nil && r.Wrote {
+		in, err = s.settleIfLastWriter(ctx, in)
+	}
+	return inodeResp(in, err)
 }
 
 func (s *Server) report(ctx context.Context, r *metaapi.ReportReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
@@ -311,7 +315,7 @@ func (s *Server) open(ctx context.Context, r *metaapi.OpenReq, _ []byte) (*metaa
 
 func (s *Server) setAttr(ctx context.Context, r *metaapi.SetAttrReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
 	return inodeResp(s.ns.SetAttr(ctx, r.Ino, ns.SetAttrRequest{Mask: ns.AttrMask(r.Mask), Mode: r.Mode, UID: r.UID, GID: r.GID,
-		Atime: r.Atime, Mtime: r.Mtime, Size: r.Size, Implicit: r.Implicit}))
+		Atime: r.Atime, Mtime: r.Mtime, Size: r.Size, Implicit: r.Implicit, StripeHint: r.StripeHint}))
 }
 
 func (s *Server) statFS(ctx context.Context, _ *metaapi.Empty, _ []byte) (*metaapi.StatFSResp, []byte, error) {

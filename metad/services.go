@@ -58,5 +58,24 @@ func (s *Server) reapOnce(ctx context.Context, m *client.Mgmtd) (int, error) {
 			live[sv.ID] = true
 		}
 	}
-	return s.ns.ReapSessions(ctx, func(c ns.ClientID) bool { return live[string(c)] })
+	dead, err := s.ns.DeadSessions(ctx, func(c ns.ClientID) bool { return live[string(c)] })
+	if err != nil {
+		return 0, err
+	}
+	for i, sess := range dead {
+		// The client died without reporting its last writes: the length
+		// comes from storage, and its writes count as a change (Gen moves).
+		hint := &ns.LengthHint{Wrote: true}
+		if in, err := s.ns.Stat(ctx, sess.Ino); err == nil && in.Type == ns.TypeFile && s.storage.RPC != nil && s.routing != nil && in.Layout.TableID != 0 {
+			n, err := s.storageLength(ctx, in)
+			if err != nil {
+				return i, err // storage unreachable: try again next round
+			}
+			hint.TruncateVer, hint.Length = in.TruncateVer, n
+		}
+		if _, err := s.ns.Close(ctx, sess, hint); err != nil {
+			return i, err
+		}
+	}
+	return len(dead), nil
 }

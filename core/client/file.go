@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/metaapi"
+	"github.com/flyfs/flyfs/core/layout"
 )
 
 // OpenInode returns a File over an inode the caller opened through Meta
@@ -79,7 +80,7 @@ func (f *File) report(ctx context.Context) error {
 	f.wrote = false
 	f.reported = time.Now()
 	f.mu.Unlock()
-	r, err := callMeta(ctx, f.fs, func(m metaapi.Client) (*metaapi.InodeResp, error) {
+	r, err := callMetaFor(ctx, f.fs, ino, func(m metaapi.Client) (*metaapi.InodeResp, error) {
 		return m.Report(ctx, &metaapi.ReportReq{Ino: ino, TruncateVer: tv, Length: end, Wrote: wrote})
 	})
 	f.mu.Lock()
@@ -125,4 +126,68 @@ func (f *File) Truncate(ctx context.Context, size int64) error {
 	f.end = min(f.end, uint64(size))
 	f.mu.Unlock()
 	return nil
+}
+
+// ensureHint grows the file's chain-count hint before a write reaches past
+// it, so that length settling after a crash asks every chain that may hold
+// a chunk (see core/layout/hint.go).
+func (f *File) ensureHint(ctx context.Context, end uint64) error {
+	l := f.inode.Layout
+	if l.ChunkSize == 0 || l.Stripe == 0 {
+		return nil
+	}
+	chunks := (end + uint64(l.ChunkSize) - 1) / uint64(l.ChunkSize)
+	f.mu.Lock()
+	cur := f.inode.StripeHint
+	f.mu.Unlock()
+	want := layout.GrowHint(cur, chunks, l.Stripe)
+	if want == cur {
+		return nil
+	}
+	in, err := f.fs.Meta().SetAttr(ctx, f.inode.ID, metaapi.SetAttrReq{Mask: metaapi.SetStripeHint, StripeHint: want})
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.inode.StripeHint = max(f.inode.StripeHint, in.StripeHint)
+	f.mu.Unlock()
+	return nil
+}
+
+// callMetaFor is callMeta with the metad list ordered by rendezvous hashing
+// on ino: every client sends one inode's closes and length reports to the
+// same live metad, which settles that file's length without racing another.
+func callMetaFor[T any](ctx context.Context, fs *FS, ino uint64, op func(m metaapi.Client) (T, error)) (T, error) {
+	list := *fs.meta.Load()
+	if len(list) < 2 {
+		return callMeta(ctx, fs, op)
+	}
+	best, bestScore := 0, uint64(0)
+	for i, m := range list {
+		if s := rendezvous(m.Addr, ino); i == 0 || s > bestScore {
+			best, bestScore = i, s
+		}
+	}
+	first := list[best]
+	v, err := op(first)
+	if err == nil || !metaUnavailable(err) {
+		return v, err
+	}
+	return callMeta(ctx, fs, op) // the chosen metad is down: any other will do
+}
+
+// rendezvous scores (addr, ino): FNV-1a of the address mixed with the inode.
+func rendezvous(addr string, ino uint64) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(addr); i++ {
+		h ^= uint64(addr[i])
+		h *= 1099511628211
+	}
+	h ^= ino
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
 }

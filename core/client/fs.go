@@ -387,6 +387,9 @@ func (f *File) WriteAtContext(ctx context.Context, p []byte, off int64) (int, er
 	if uint64(off)+uint64(len(p)) > metaapi.MaxFileSize {
 		return 0, pathErr("write", f.path, syscall.EFBIG)
 	}
+	if err := f.ensureHint(ctx, uint64(off)+uint64(len(p))); err != nil {
+		return 0, pathErr("write", f.path, err)
+	}
 	l := f.inode.Layout
 	err := f.forPieces(ctx, uint64(off), uint64(len(p)), func(ctx context.Context, pc layout.Piece, chain routing.ChainID) error {
 		data := p[pc.OffsetInBuffer : pc.OffsetInBuffer+uint64(pc.Length)]
@@ -462,7 +465,7 @@ func (f *File) CloseContext(ctx context.Context) error {
 	f.mu.Lock()
 	end, wrote, tv := f.end, f.wrote, f.inode.TruncateVer
 	f.mu.Unlock()
-	r, err := callMeta(ctx, f.fs, func(m metaapi.Client) (*metaapi.InodeResp, error) {
+	r, err := callMetaFor(ctx, f.fs, f.inode.ID, func(m metaapi.Client) (*metaapi.InodeResp, error) {
 		return m.Close(ctx, &metaapi.CloseReq{Session: f.session, TruncateVer: tv, Length: end, Wrote: wrote})
 	})
 	if err != nil {

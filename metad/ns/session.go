@@ -198,6 +198,21 @@ func (n *Namespace) Sessions(ctx context.Context, ino uint64) ([]Session, error)
 // manager which clients are alive, and must not reap while that answer is
 // unreliable (e.g. during mgmtd's bootstrapping window).
 func (n *Namespace) ReapSessions(ctx context.Context, live func(ClientID) bool) (int, error) {
+	dead, err := n.DeadSessions(ctx, live)
+	if err != nil {
+		return 0, err
+	}
+	for i, s := range dead {
+		if _, err := n.Close(ctx, s, nil); err != nil {
+			return i, fmt.Errorf("ns: reap sessions: %w", err)
+		}
+	}
+	return len(dead), nil
+}
+
+// DeadSessions lists the sessions whose client is not live (for a caller
+// that settles each file's length before closing the session).
+func (n *Namespace) DeadSessions(ctx context.Context, live func(ClientID) bool) ([]Session, error) {
 	var dead []Session
 	err := n.view(ctx, func(tx kv.ReadTxn) error {
 		dead = nil
@@ -213,14 +228,9 @@ func (n *Namespace) ReapSessions(ctx context.Context, live func(ClientID) bool) 
 		})
 	})
 	if err != nil {
-		return 0, fmt.Errorf("ns: reap sessions: %w", err)
+		return nil, fmt.Errorf("ns: reap sessions: %w", err)
 	}
-	for i, s := range dead {
-		if _, err := n.Close(ctx, s, nil); err != nil {
-			return i, fmt.Errorf("ns: reap sessions: %w", err)
-		}
-	}
-	return len(dead), nil
+	return dead, nil
 }
 
 // scan calls fn for every entry of [begin, end), paging with snapshot reads.

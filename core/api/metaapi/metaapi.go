@@ -105,6 +105,7 @@ type Inode struct {
 	Target      string        `cbor:"13,keyasint,omitempty"` // symlink
 	Gen         uint64        `cbor:"14,keyasint,omitempty"` // grows on every data change
 	Implicit    bool          `cbor:"15,keyasint,omitempty"` // a directory made by a nested S3 PUT
+	StripeHint  uint32        `cbor:"16,keyasint,omitempty"` // chains that may hold chunks (length settling)
 }
 
 // RequestID makes a mutating request idempotent across retries.
@@ -292,8 +293,9 @@ type SetAttrReq struct {
 	GID      uint32 `cbor:"5,keyasint,omitempty"`
 	Atime    int64  `cbor:"6,keyasint,omitempty"`
 	Mtime    int64  `cbor:"7,keyasint,omitempty"`
-	Size     uint64 `cbor:"8,keyasint,omitempty"`
-	Implicit bool   `cbor:"9,keyasint,omitempty"`
+	Size       uint64 `cbor:"8,keyasint,omitempty"`
+	Implicit   bool   `cbor:"9,keyasint,omitempty"`
+	StripeHint uint32 `cbor:"10,keyasint,omitempty"`
 }
 
 // StatFSResp is the namespace's usage.

@@ -1,0 +1,107 @@
+package metad
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/layout"
+	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/metad/ns"
+)
+
+// Length settling. Writers report the largest offset they wrote (hints), and
+// the length is the largest hint. A writer that died (its session reaped)
+// never reported its last writes, so when the last write session of a file
+// ends, metad asks storage: the last chunk of the inode on each chain that
+// may hold chunks (the chain-count hint, StripeHint, which writers grow
+// before writing past it, keeps small files from querying every chain).
+// Settling only grows the length: a file extended by truncate has no chunk at
+// its end, and a concurrent truncate makes the hint's truncateVer stale, so
+// the result is dropped. Clients send closes of one inode to one metad
+// (rendezvous hashing), so settles of a file do not race each other.
+
+// settleIfLastWriter settles in's length from storage if no write session
+// remains; otherwise the remaining writers will.
+func (s *Server) settleIfLastWriter(ctx context.Context, in ns.Inode) (ns.Inode, error) {
+	if s.storage.RPC == nil || s.routing == nil || in.Type != ns.TypeFile || in.Nlink == 0 || in.Layout.TableID == 0 {
+		return in, nil
+	}
+	sessions, err := s.ns.Sessions(ctx, in.ID)
+	if err != nil || len(sessions) > 0 {
+		return in, err
+	}
+	return s.settle(ctx, in)
+}
+
+// settle grows in's length to what storage holds, if that is more.
+func (s *Server) settle(ctx context.Context, in ns.Inode) (ns.Inode, error) {
+	n, err := s.storageLength(ctx, in)
+	if err != nil {
+		return in, fmt.Errorf("settle length of %d: %w", in.ID, err)
+	}
+	if n <= in.Length {
+		return in, nil
+	}
+	return s.ns.ReportLength(ctx, in.ID, in.TruncateVer, n, false)
+}
+
+// storageLength is the end of the inode's last chunk over the chains that
+// may hold its chunks.
+func (s *Server) storageLength(ctx context.Context, in ns.Inode) (uint64, error) {
+	l := in.Layout
+	info := s.routing.Current()
+	list, ok := info.Table(l.TableID, l.TableVersion)
+	if !ok {
+		return 0, fmt.Errorf("chain table %d version %d is not in routing", l.TableID, l.TableVersion)
+	}
+	chains, err := layout.LastChunkChains(l, layout.ChainTable{ID: l.TableID, Version: l.TableVersion, Chains: list}, in.StripeHint)
+	if err != nil {
+		return 0, err
+	}
+	begin, end := layout.InodeChunks(in.ID)
+	var (
+		mu    sync.Mutex
+		max   uint64
+		first error
+		wg    sync.WaitGroup
+	)
+	for _, cid := range chains {
+		wg.Add(1)
+		go func(cid routing.ChainID) {
+			defer wg.Done()
+			n, err := s.lastChunkEnd(ctx, info, cid, begin, end, l.ChunkSize)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && first == nil {
+				first = err
+			}
+			if n > max {
+				max = n
+			}
+		}(cid)
+	}
+	wg.Wait()
+	return max, first
+}
+
+// lastChunkEnd asks the chain's tail (it holds only committed versions) for
+// the inode's last chunk and returns where that chunk ends in the file.
+func (s *Server) lastChunkEnd(ctx context.Context, info *routing.Info, cid routing.ChainID, begin, end layout.ChunkID, chunkSize uint32) (uint64, error) {
+	c, ok := info.Chain(cid)
+	if !ok {
+		return 0, fmt.Errorf("chain %d not in routing", cid)
+	}
+	readable := c.Readable()
+	if len(readable) == 0 {
+		return 0, fmt.Errorf("chain %d has no serving target", cid)
+	}
+	tail := readable[len(readable)-1]
+	addr, _ := info.Addr(tail.Node)
+	resp, err := s.storage.QueryLastChunk(ctx, addr, &storageapi.ChunkRange{Chain: uint32(cid), ChainVer: c.Version, Begin: begin, End: end, Max: 1})
+	if err != nil || !resp.Found {
+		return 0, err
+	}
+	return resp.LastChunk.Index()*uint64(chunkSize) + uint64(resp.LastLen), nil
+}
