@@ -282,7 +282,7 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 		slices.SortFunc(out.Services, func(a, b serviceJSON) int {
 			return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.ID, b.ID))
 		})
-		if metads == 0 && svcs.Complete {
+		if metads == 0 && svcs.Complete && c.cfg.FS != nil {
 			bad("unavailable", "no metadata service (metad) is registered: the namespace cannot be used")
 		}
 	} else {

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flyfs/flyfs/core/api/mgmtdapi"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
@@ -75,7 +76,7 @@ type Console struct {
 
 	closeOnce sync.Once
 	stop      context.CancelFunc
-	done      chan struct{}
+	wg        sync.WaitGroup
 }
 
 // New checks cfg and returns a console ready to serve.
@@ -101,7 +102,7 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	c := &Console{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, done: make(chan struct{}),
+	c := &Console{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger,
 		sessions: newSessions(cfg.SessionTTL, cfg.Now),
 		signin:   rate.NewLimiter(rate.Limit(5), 20)}
 	rc := cfg.RPC
@@ -119,7 +120,18 @@ func New(cfg Config) (*Console, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stop = cancel
-	go c.background(ctx)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.background(ctx)
+	}()
+	if cfg.Advertise != "" {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			c.mgmtd.KeepRegistered(ctx, mgmtdapi.KindConsole, cfg.Advertise, cfg.Advertise, cfg.Logger)
+		}()
+	}
 	return c, nil
 }
 
@@ -128,7 +140,7 @@ func (c *Console) Close() error {
 	c.closeOnce.Do(func() {
 		if c.stop != nil {
 			c.stop()
-			<-c.done
+			c.wg.Wait()
 		}
 		if c.ownRPC != nil {
 			c.ownRPC.Close()
@@ -138,7 +150,6 @@ func (c *Console) Close() error {
 }
 
 func (c *Console) background(ctx context.Context) {
-	defer close(c.done)
 	tick := time.NewTicker(c.cfg.SampleInterval)
 	defer tick.Stop()
 	for {

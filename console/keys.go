@@ -283,3 +283,21 @@ func (k KVKeys) Revoke(ctx context.Context, access string) error {
 		return nil
 	})
 }
+
+// EnsureAdminKey creates an admin key when the store has none, so a new
+// cluster can be signed in to; created reports whether it did (and then
+// the returned key carries its secret, to print once). With an admin key
+// present it returns that key's information, without a secret.
+func EnsureAdminKey(ctx context.Context, keys Keys) (KeyInfo, bool, error) {
+	list, err := keys.List(ctx)
+	if err != nil {
+		return KeyInfo{}, false, err
+	}
+	for _, k := range list {
+		if k.Admin {
+			return k, false, nil
+		}
+	}
+	k, err := keys.Create(ctx, KeySpec{Description: "first admin key (made at start)", Admin: true})
+	return k, err == nil, err
+}

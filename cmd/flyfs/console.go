@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/flyfs/flyfs/console"
+	"github.com/flyfs/flyfs/core/client"
+	"github.com/flyfs/flyfs/core/kv/kvopen"
+	"github.com/spf13/cobra"
+)
+
+func init() { extraCommands = append(extraCommands, consoleCmd()) }
+
+// consoleOptions configure a stand-alone console.
+type consoleOptions struct {
+	mgmtds     []string
+	token      string
+	addr       string
+	kvc        kvopen.Config
+	dataDir    string
+	sessionTTL time.Duration
+	tlsCert    string
+	tlsKey     string
+	noFS       bool
+}
+
+func consoleCmd() *cobra.Command {
+	var o consoleOptions
+	cmd := &cobra.Command{
+		Use:   "console",
+		Short: "Serve the admin console (web pages and JSON API) for a cluster",
+		Long: `Serve the admin console for the cluster whose managers are at --mgmtd: health,
+services, capacity, chains and target states, recovery progress, the namespace
+browser and access keys, on --console-addr.
+
+Access keys live in the cluster's KV store (--kv and its flags, as for metad; use
+etcd or fdb when the store is shared with other processes). Sign in with an access
+key that has admin rights. When the store holds no admin key, one is created and
+printed once at start.
+
+With --tls-cert and --tls-key the console serves HTTPS and marks its session
+cookie Secure; otherwise serve it on a loopback address or behind a TLS proxy.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runConsole(ctx, o, cmd)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.mgmtds, "mgmtd", []string{"127.0.0.1:9000"}, "cluster manager addresses, comma-separated")
+	f.StringVar(&o.token, "token", "", "cluster token")
+	f.StringVar(&o.addr, "console-addr", "127.0.0.1:9400", "address to serve the console on")
+	addKVFlags(f, &o.kvc)
+	f.StringVar(&o.dataDir, "data", "flyfs-console", "pebble: directory of the KV store holding access keys")
+	f.DurationVar(&o.sessionTTL, "session-ttl", 8*time.Hour, "how long a sign-in lasts")
+	f.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM)")
+	f.StringVar(&o.tlsKey, "tls-key", "", "the certificate's private key (PEM)")
+	f.BoolVar(&o.noFS, "no-namespace", false, "do not connect to metad (no namespace browser)")
+	return cmd
+}
+
+func runConsole(ctx context.Context, o consoleOptions, cmd *cobra.Command) error {
+	out := cmd.OutOrStdout()
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return errors.New("give both --tls-cert and --tls-key, or neither")
+	}
+	if o.kvc.Engine == "" || o.kvc.Engine == "pebble" {
+		o.kvc.Dir = filepath.Join(o.dataDir, "meta")
+		if err := os.MkdirAll(o.kvc.Dir, 0o755); err != nil {
+			return err
+		}
+	}
+	db, err := kvopen.Open(ctx, o.kvc)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	keys := console.KVKeys{DB: db}
+	if k, created, err := console.EnsureAdminKey(ctx, keys); err != nil {
+		return fmt.Errorf("access keys: %w", err)
+	} else if created {
+		fmt.Fprintf(out, "created an admin access key (the secret is shown only now):\n  access key %s\n  secret key %s\n", k.AccessKey, k.Secret)
+	}
+	var fs *client.FS
+	if !o.noFS {
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		fs, err = client.Dial(dctx, client.Config{Mgmtd: o.mgmtds, Token: o.token, Logger: log})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("connect to the cluster (or pass --no-namespace): %w", err)
+		}
+		defer fs.Close()
+	}
+	l, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	con, err := console.New(console.Config{Mgmtd: o.mgmtds, Token: o.token, FS: fs, Keys: keys, SessionTTL: o.sessionTTL,
+		SecureCookies: o.tlsCert != "", Advertise: l.Addr().String(), Logger: log})
+	if err != nil {
+		l.Close()
+		return err
+	}
+	defer con.Close()
+	scheme := "http"
+	if o.tlsCert != "" {
+		scheme = "https"
+	}
+	fmt.Fprintf(out, "console on %s://%s/\n", scheme, l.Addr())
+	srv := &http.Server{Handler: con, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	if o.tlsCert != "" {
+		err = srv.ServeTLS(l, o.tlsCert, o.tlsKey)
+	} else {
+		err = srv.Serve(l)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}

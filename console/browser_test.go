@@ -1,0 +1,339 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/flyfs/flyfs/core/kv"
+	"github.com/flyfs/flyfs/core/kv/memkv"
+	"github.com/flyfs/flyfs/e2e/harness"
+)
+
+// Browser tests drive the real pages in headless Chromium (Debian package
+// chromium). Screenshots of each page go to $FLYFS_SCREENSHOTS (default: the
+// test's temporary directory).
+
+type tab struct {
+	t      *testing.T
+	ctx    context.Context
+	base   string
+	shots  string
+	alerts atomic.Int32 // JavaScript dialogs (alert/confirm/prompt) opened
+}
+
+func chromiumPath() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+func newTab(t *testing.T, base string) *tab {
+	t.Helper()
+	path := chromiumPath()
+	if path == "" {
+		t.Skip("no Chromium found (install the Debian package chromium): browser tests skipped")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
+		chromedp.WindowSize(1366, 900), chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("disable-gpu", true))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelB := chromedp.NewContext(actx)
+	ctx, cancelC := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() { cancelC(); cancelB(); cancelA() })
+	tb := &tab{t: t, ctx: ctx, base: base, shots: os.Getenv("FLYFS_SCREENSHOTS")}
+	if tb.shots == "" {
+		tb.shots = t.TempDir()
+	}
+	if err := os.MkdirAll(tb.shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		t.Fatalf("start chromium: %v", err)
+	}
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			tb.alerts.Add(1)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+func (b *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// waitJS polls a JavaScript expression until it is true.
+func (b *tab) waitJS(what, expr string, d time.Duration) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, d+5*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(d), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
+		body, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.getElementById('main').innerText.slice(0, 1500)`))
+		b.shot("failed-" + strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' {
+				return r
+			}
+			return '-'
+		}, strings.ToLower(what)))
+		b.t.Fatalf("waiting for %s: %v\npage text: %s", what, err, body)
+	}
+}
+
+func (b *tab) eval(expr string) string {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+func (b *tab) shot(name string) {
+	b.t.Helper()
+	chromedp.Run(b.ctx, chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	p := filepath.Join(b.shots, name+".png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Logf("screenshot: %s", p)
+}
+
+func (b *tab) signIn(k KeyInfo) {
+	b.t.Helper()
+	b.do("sign in",
+		chromedp.Navigate(b.base+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#signin-access")),
+		chromedp.SendKeys(chromedp.CSS("#signin-access"), k.AccessKey),
+		chromedp.SendKeys(chromedp.CSS("#signin-secret"), k.Secret),
+		chromedp.Click(chromedp.CSS("#signin-submit")),
+		chromedp.WaitVisible(chromedp.CSS("#top")))
+}
+
+func (b *tab) goTo(hash string) {
+	b.t.Helper()
+	b.do("go to "+hash, chromedp.Evaluate[chromedp.Void]("location.hash = "+jsString(hash)))
+}
+
+func jsString(s string) string {
+	j, _ := json.Marshal(s)
+	return string(j)
+}
+
+// rowJS is an expression finding the listing row of an entry by its exact name.
+func rowJS(name string) string {
+	return `[...document.querySelectorAll('#listing tbody tr')].find(tr => tr.dataset.name === ` + jsString(name) + `)`
+}
+
+func TestBrowserNamespaceAndPages(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium found (install the Debian package chromium): browser tests skipped")
+	}
+	c := startFS(t)
+	r := fsRig(t, c, false)
+	b := newTab(t, r.srv.URL)
+	ctx := context.Background()
+
+	// Sign-in refused for a key without admin rights, then accepted.
+	b.do("non-admin sign-in",
+		chromedp.Navigate(b.base+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#signin-access")),
+		chromedp.SendKeys(chromedp.CSS("#signin-access"), r.user.AccessKey),
+		chromedp.SendKeys(chromedp.CSS("#signin-secret"), r.user.Secret),
+		chromedp.Click(chromedp.CSS("#signin-submit")))
+	b.waitJS("the refusal of a non-admin key", `document.getElementById('signin-error').textContent.includes('admin rights')`, 10*time.Second)
+	b.shot("signin-refused")
+	b.signIn(r.admin)
+
+	// Overview with every service up.
+	b.waitJS("a healthy overview with all services alive", `(() => {
+		const rows = [...document.querySelectorAll('#services tbody tr')];
+		const h = document.querySelector('#health .badge');
+		return h && h.textContent === 'healthy' && rows.length >= 3 &&
+			rows.some(r => r.cells[0].textContent === 'metad') && rows.some(r => r.cells[0].textContent === 'storaged') &&
+			rows.every(r => !r.textContent.includes('failed') && !r.textContent.includes('gone'));
+	})()`, 20*time.Second)
+	b.waitJS("the charts to draw", `[...document.querySelectorAll('.chart .now')].every(e => e.textContent !== '–' && e.textContent !== 'no data yet')`, 10*time.Second)
+	b.shot("overview")
+
+	// Namespace: make a directory through the page.
+	b.goTo("#/ns?path=/")
+	b.do("mkdir", chromedp.Click(chromedp.CSS("#mkdir-btn")), chromedp.WaitVisible(chromedp.CSS("#mkdir-name")),
+		chromedp.SendKeys(chromedp.CSS("#mkdir-name"), "dir1"), chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.waitJS("dir1 listed", rowJS("dir1")+` !== undefined`, 10*time.Second)
+
+	// Upload a file named like markup, 9 MiB (three parts of 3 MiB).
+	name := `<img src=x onerror=alert(1)>`
+	data := make([]byte, 9<<20)
+	rand.Read(data)
+	local := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(local, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.do("choose the file", chromedp.SetUploadFiles(chromedp.CSS("#upload-input"), []string{local}))
+	b.waitJS("the uploaded file listed with its size", `(() => { const r = `+rowJS(name)+`; return r && r.cells[2].textContent === '9.0 MiB'; })()`, 30*time.Second)
+	f, err := r.fs.Open(ctx, "/"+name)
+	if err != nil {
+		t.Fatalf("the uploaded file through client.FS: %v", err)
+	}
+	got := make([]byte, len(data))
+	n, _ := f.ReadAt(got, 0)
+	f.Close()
+	if n != len(data) || !bytes.Equal(got, data) {
+		t.Fatalf("uploaded file read through client.FS: %d bytes, equal %v", n, bytes.Equal(got[:n], data))
+	}
+
+	// Drag and drop: a drop event carrying a file.
+	b.do("drop a file", chromedp.Evaluate[chromedp.Void](`(() => {
+		const dt = new DataTransfer();
+		dt.items.add(new File(['dropped through drag and drop'], 'dropped.txt'));
+		document.getElementById('dropzone').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+	})()`))
+	b.waitJS("dropped.txt listed", rowJS("dropped.txt")+` !== undefined`, 15*time.Second)
+	if f, err := r.fs.Open(ctx, "/dropped.txt"); err != nil {
+		t.Errorf("dropped file: %v", err)
+	} else {
+		buf := make([]byte, 100)
+		n, _ := f.ReadAt(buf, 0)
+		f.Close()
+		if string(buf[:n]) != "dropped through drag and drop" {
+			t.Errorf("dropped file holds %q", buf[:n])
+		}
+	}
+
+	// The name is text, never markup: no <img> made, no alert.
+	b.do("open details", chromedp.Evaluate[chromedp.Void](rowJS(name)+`.querySelector('a').click()`))
+	b.waitJS("details of the file", `document.querySelector('#details h2') && document.querySelector('#details h2').textContent === `+jsString(name), 10*time.Second)
+	if imgs := b.eval(`String(document.querySelectorAll('img').length)`); imgs != "0" {
+		t.Errorf("%s <img> elements in the page: a name was rendered as HTML", imgs)
+	}
+	if b.alerts.Load() != 0 {
+		t.Errorf("%d JavaScript dialogs opened", b.alerts.Load())
+	}
+	if txt := b.eval(rowJS(name) + `.cells[0].textContent`); txt != name {
+		t.Errorf("row shows %q, want the exact name %q", txt, name)
+	}
+	b.shot("namespace")
+
+	// Rename the directory (atomic move) through the page.
+	b.do("rename dir1", chromedp.Evaluate[chromedp.Void](rowJS("dir1")+`.querySelector('button[data-action=rename]').click()`),
+		chromedp.WaitVisible(chromedp.CSS("#rename-to")), chromedp.Clear(chromedp.CSS("#rename-to")),
+		chromedp.SendKeys(chromedp.CSS("#rename-to"), "/dir2"), chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.waitJS("dir2 listed instead of dir1", rowJS("dir2")+` !== undefined && `+rowJS("dir1")+` === undefined`, 10*time.Second)
+	if in, err := r.fs.Meta().Resolve(ctx, "/dir2", true); err != nil || in.Type != 2 {
+		t.Errorf("/dir2 through the client: %+v %v", in, err)
+	}
+
+	// Delete asks first; cancelling keeps the file.
+	b.do("delete, cancelled", chromedp.Evaluate[chromedp.Void](rowJS("dropped.txt")+`.querySelector('button[data-action=delete]').click()`),
+		chromedp.WaitVisible(chromedp.CSS("#dialog-cancel")), chromedp.Click(chromedp.CSS("#dialog-cancel")))
+	time.Sleep(300 * time.Millisecond)
+	if _, err := r.fs.Stat(ctx, "/dropped.txt"); err != nil {
+		t.Errorf("cancelled delete removed the file: %v", err)
+	}
+	b.do("delete, confirmed", chromedp.Evaluate[chromedp.Void](rowJS("dropped.txt")+`.querySelector('button[data-action=delete]').click()`),
+		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.waitJS("dropped.txt gone", rowJS("dropped.txt")+` === undefined`, 10*time.Second)
+
+	// Access keys: create one; the secret is shown once.
+	b.goTo("#/keys")
+	b.do("create a key", chromedp.WaitVisible(chromedp.CSS("#create-key")), chromedp.Click(chromedp.CSS("#create-key")),
+		chromedp.WaitVisible(chromedp.CSS("#key-desc")), chromedp.SendKeys(chromedp.CSS("#key-desc"), "made in the browser"),
+		chromedp.Click(chromedp.CSS("#dialog-ok")), chromedp.WaitVisible(chromedp.CSS("#new-secret")))
+	access := b.eval(`document.getElementById('new-access').textContent`)
+	secret := b.eval(`document.getElementById('new-secret').textContent`)
+	if _, err := r.keys.Authenticate(ctx, access, secret); err != nil {
+		t.Errorf("the key shown in the browser does not authenticate: %v", err)
+	}
+	b.shot("keys-created")
+	b.do("close", chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.waitJS("the new key listed", `[...document.querySelectorAll('#keys tbody tr')].some(tr => tr.dataset.key === `+jsString(access)+`)`, 10*time.Second)
+	if strings.Contains(b.eval(`document.body.innerText`), secret) {
+		t.Error("the secret is still on the page after the dialog closed")
+	}
+	b.shot("keys")
+
+	// Sign out: back to the form, and the API refuses.
+	b.do("sign out", chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#signin-access")))
+	if st, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`fetch('/api/overview').then(r => String(r.status))`, chromedp.EvalAwaitPromise)); err != nil || st != "401" {
+		t.Errorf("API after sign-out: %q %v", st, err)
+	}
+}
+
+func TestBrowserChains(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium found (install the Debian package chromium): browser tests skipped")
+	}
+	c := harness.StartCluster(t, harness.ClusterConfig{Nodes: 4, Chains: 4, Replicas: 3})
+	r := newRig(t, rigConfig{mgmtd: c.MgmtdAddrs(), rc: c.RPCClient("console"), db: memkv.Open(kv.Options{})})
+	b := newTab(t, r.srv.URL)
+	b.signIn(r.admin)
+	b.goTo("#/chains")
+	allServing := `document.querySelectorAll('#chains tbody tr').length === 4 && !document.querySelector('#chains tr.degraded, #chains tr.unavailable') &&
+		[...document.querySelectorAll('#chains .target')].every(e => e.dataset.public === 'serving')`
+	b.waitJS("4 chains, every target serving", allServing, 15*time.Second)
+	b.shot("chains")
+
+	// Kill a storage node: its chains turn degraded, listed first and
+	// highlighted, with its targets offline.
+	c.Kill(1)
+	b.waitJS("degraded chains first, with node 2's targets offline", `(() => {
+		const rows = [...document.querySelectorAll('#chains tbody tr')];
+		const bad = rows.filter(r => r.classList.contains('degraded'));
+		return bad.length === 3 && rows[0].classList.contains('degraded') && rows[3].classList.contains('degraded') === false &&
+			[...document.querySelectorAll('#chains .target')].filter(e => e.dataset.public === 'offline').length === 3;
+	})()`, 20*time.Second)
+	b.shot("chains-degraded")
+	b.goTo("#/overview")
+	b.waitJS("overview degraded with node 2 failed", `(() => {
+		const h = document.querySelector('#health .badge');
+		return h && h.textContent === 'degraded' && document.getElementById('health').textContent.includes('storage node 2');
+	})()`, 15*time.Second)
+	b.shot("overview-degraded")
+
+	// Restart it: it syncs back and serves.
+	if err := c.Start(1); err != nil {
+		t.Fatal(err)
+	}
+	b.goTo("#/chains")
+	b.waitJS("every target serving again", allServing, 30*time.Second)
+	b.shot("chains-recovered")
+
+	// Maintenance through the buttons: hold target 101 offline, release it.
+	b.do("take 101 offline", chromedp.Click(chromedp.CSS(`button[data-target="101"][data-action="offline"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.waitJS("target 101 offline", `(() => { const e = document.querySelector('.target[data-target="101"]'); return e && e.dataset.public === 'offline'; })()`, 15*time.Second)
+	b.shot("chains-held")
+	b.do("bring 101 online", chromedp.Click(chromedp.CSS(`button[data-target="101"][data-action="online"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.waitJS("every target serving after the release", allServing, 30*time.Second)
+
+	// Lose the cluster: a banner, not a blank page.
+	c.KillMgmtd(0)
+	b.waitJS("the lost-connection banner", `!document.getElementById('banner').hidden && document.getElementById('banner').textContent.includes('cluster')`, 20*time.Second)
+	b.shot("banner")
+}
