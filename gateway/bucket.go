@@ -1,0 +1,221 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/flyfs/flyfs/core/api/metaapi"
+	"github.com/flyfs/flyfs/core/client"
+)
+
+// Buckets are the top-level directories of the namespace whose names are
+// valid bucket names.
+
+const xattrBucket = "user.s3.bucket"
+
+type bucketRecord struct {
+	Created time.Time `json:"created"`
+}
+
+// bucketInode returns a bucket's directory (NoSuchBucket if there is none).
+func (g *Gateway) bucketInode(ctx context.Context, bucket string) (metaapi.Inode, error) {
+	if !validBucketName(bucket) {
+		return metaapi.Inode{}, errCode("NoSuchBucket", "")
+	}
+	in, err := g.meta.Lookup(ctx, g.rootIno, bucket)
+	if err != nil {
+		if errnoOf(err) == syscall.ENOENT {
+			return metaapi.Inode{}, errCode("NoSuchBucket", "")
+		}
+		return metaapi.Inode{}, err
+	}
+	if in.Type != metaapi.TypeDir {
+		return metaapi.Inode{}, errCode("NoSuchBucket", "")
+	}
+	return in, nil
+}
+
+func (g *Gateway) bucketPublicRead(ctx context.Context, bucket string) bool {
+	in, err := g.bucketInode(ctx, bucket)
+	if err != nil {
+		return false
+	}
+	v, err := g.meta.GetXattr(ctx, in.ID, xattrACL)
+	return err == nil && string(v) == "public-read"
+}
+
+func (g *Gateway) listBuckets(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	ctx := r.Context()
+	res := listAllMyBucketsResult{NS: s3NS, Owner: owner{ID: rc.ownerID(), DisplayName: rc.ownerID()}, Buckets: []bucketInfo{}}
+	after := ""
+	for {
+		ents, more, err := g.meta.ReadDir(ctx, g.rootIno, after, 1000, true)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			after = e.Name
+			if e.Type != metaapi.TypeDir || !validBucketName(e.Name) || !rc.key.seesBucket(e.Name) {
+				continue
+			}
+			created := time.Now()
+			if e.Inode != nil {
+				created = time.Unix(0, e.Inode.Mtime)
+			}
+			if v, err := g.meta.GetXattr(ctx, e.Ino, xattrBucket); err == nil {
+				var br bucketRecord
+				if json.Unmarshal(v, &br) == nil && !br.Created.IsZero() {
+					created = br.Created
+				}
+			}
+			res.Buckets = append(res.Buckets, bucketInfo{Name: e.Name, CreationDate: s3Time(created)})
+		}
+		if !more || len(ents) == 0 {
+			break
+		}
+	}
+	sort.Slice(res.Buckets, func(i, j int) bool { return res.Buckets[i].Name < res.Buckets[j].Name })
+	return writeXML(w, res)
+}
+
+func (g *Gateway) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	ctx := r.Context()
+	if !validBucketName(rc.bucket) {
+		return errCode("InvalidBucketName", "The bucket name %q is not valid: 3-63 of a-z 0-9 . -, starting and ending with a letter or digit.", rc.bucket)
+	}
+	if r.ContentLength != 0 && rc.body != nil {
+		var cfg createBucketConfiguration
+		if err := decodeXML(rc.body, &cfg); err != nil {
+			if ae := toAPIError(err); !(ae.Code == "MalformedXML" && r.ContentLength <= 0) {
+				return err
+			}
+		}
+	}
+	acl := r.Header.Get("X-Amz-Acl")
+	if acl != "" && acl != "private" && acl != "public-read" {
+		return errCode("NotImplemented", "Only the private and public-read canned ACLs are supported.")
+	}
+	in, err := g.meta.Mkdir(ctx, g.rootIno, rc.bucket, 0o755, rc.creds())
+	if err != nil {
+		if errnoOf(err) == syscall.EEXIST {
+			return errCode("BucketAlreadyOwnedByYou", "")
+		}
+		return err
+	}
+	v, _ := json.Marshal(bucketRecord{Created: time.Now().UTC()})
+	if err := g.meta.SetXattr(ctx, in.ID, xattrBucket, v, 0); err != nil {
+		return err
+	}
+	if acl == "public-read" {
+		if err := g.meta.SetXattr(ctx, in.ID, xattrACL, []byte(acl), 0); err != nil {
+			return err
+		}
+	}
+	w.Header().Set("Location", "/"+rc.bucket)
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+func (g *Gateway) headBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	if _, err := g.bucketInode(r.Context(), rc.bucket); err != nil {
+		return err
+	}
+	w.Header().Set("X-Amz-Bucket-Region", g.cfg.Region)
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+func (g *Gateway) deleteBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	ctx := r.Context()
+	if _, err := g.bucketInode(ctx, rc.bucket); err != nil {
+		return err
+	}
+	if err := g.meta.Rmdir(ctx, g.rootIno, rc.bucket); err != nil {
+		switch errnoOf(err) {
+		case syscall.ENOTEMPTY, syscall.EEXIST:
+			return errCode("BucketNotEmpty", "")
+		case syscall.ENOENT:
+			return errCode("NoSuchBucket", "")
+		}
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (g *Gateway) getBucketLocation(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	if _, err := g.bucketInode(r.Context(), rc.bucket); err != nil {
+		return err
+	}
+	loc := g.cfg.Region
+	if loc == "us-east-1" {
+		loc = "" // S3 answers an empty constraint for us-east-1
+	}
+	return writeXML(w, locationConstraint{NS: s3NS, Region: loc})
+}
+
+func (g *Gateway) getBucketVersioning(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	if _, err := g.bucketInode(r.Context(), rc.bucket); err != nil {
+		return err
+	}
+	type versioningConfiguration struct {
+		XMLName struct{} `xml:"VersioningConfiguration"`
+		NS      string   `xml:"xmlns,attr"`
+	}
+	return writeXML(w, versioningConfiguration{NS: s3NS})
+}
+
+func ownerACL(id string, public bool) accessControlPolicy {
+	p := accessControlPolicy{NS: s3NS, Owner: owner{ID: id, DisplayName: id}}
+	p.Grants = append(p.Grants, grant{Grantee: grantee{XMLNSXSI: "http://www.w3.org/2001/XMLSchema-instance", Type: "CanonicalUser", ID: id}, Permission: "FULL_CONTROL"})
+	if public {
+		p.Grants = append(p.Grants, grant{Grantee: grantee{XMLNSXSI: "http://www.w3.org/2001/XMLSchema-instance", Type: "Group", URI: "http://acs.amazonaws.com/groups/global/AllUsers"}, Permission: "READ"})
+	}
+	return p
+}
+
+func (g *Gateway) getBucketACL(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	if _, err := g.bucketInode(r.Context(), rc.bucket); err != nil {
+		return err
+	}
+	return writeXML(w, ownerACL(rc.ownerID(), g.bucketPublicRead(r.Context(), rc.bucket)))
+}
+
+// putBucketACL supports the canned ACLs private and public-read (the
+// x-amz-acl header): public-read lets anonymous callers read and list.
+func (g *Gateway) putBucketACL(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	ctx := r.Context()
+	in, err := g.bucketInode(ctx, rc.bucket)
+	if err != nil {
+		return err
+	}
+	switch r.Header.Get("X-Amz-Acl") {
+	case "public-read":
+		err = g.meta.SetXattr(ctx, in.ID, xattrACL, []byte("public-read"), 0)
+	case "private":
+		err = g.meta.RemoveXattr(ctx, in.ID, xattrACL)
+		if errnoOf(err) == syscall.ENODATA {
+			err = nil
+		}
+	default:
+		return errCode("NotImplemented", "Only the x-amz-acl header with private or public-read is supported.")
+	}
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+func (g *Gateway) getObjectACL(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	if _, _, err := g.statObject(r.Context(), rc); err != nil {
+		return err
+	}
+	return writeXML(w, ownerACL(rc.ownerID(), g.bucketPublicRead(r.Context(), rc.bucket)))
+}
+
+var _ = client.Creds{}

@@ -1,0 +1,386 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flyfs/flyfs/core/api/metaapi"
+	"github.com/flyfs/flyfs/core/client"
+	"github.com/flyfs/flyfs/core/kv"
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config configures a gateway.
+type Config struct {
+	// FS is the namespace the gateway serves (required).
+	FS *client.FS
+	// KV holds the access keys (required): the cluster's metadata store, or
+	// any store every gateway of the cluster shares.
+	KV *kv.DB
+	// RootAccessKey/RootSecretKey: the root credential (FLYFS_ACCESS_KEY /
+	// FLYFS_SECRET_KEY). Empty: a root key is generated in the KV store on
+	// the first start and reused after (see Gateway.RootKey).
+	RootAccessKey, RootSecretKey string
+	// Region the gateway answers for (default us-east-1). Signatures for
+	// any region are accepted: clients sign with what they are configured.
+	Region string
+	// Domains enable virtual-host-style addressing: a request to
+	// <bucket>.<domain> addresses <bucket>. Path style always works.
+	Domains []string
+	// Registerer receives the gateway's metrics (nil: a private registry,
+	// served at /_flyfs/metrics).
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+	// Now is the clock (tests); nil is time.Now.
+	Now func() time.Time
+}
+
+// Gateway is the S3 HTTP handler.
+type Gateway struct {
+	cfg     Config
+	fs      *client.FS
+	meta    *client.Meta
+	keys    *KeyStore
+	root    *AccessKey
+	log     *slog.Logger
+	router  *mux.Router
+	metrics *metrics
+	now     func() time.Time
+
+	rootIno    uint64
+	stagingIno uint64 // /.flyfs-s3/staging
+	uploadsIno uint64 // /.flyfs-s3/uploads
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+}
+
+// New builds a gateway over a namespace and a key store. It creates the
+// hidden staging directories and, without a configured root key, the
+// generated root key.
+func New(cfg Config) (*Gateway, error) {
+	if cfg.FS == nil || cfg.KV == nil {
+		return nil, errors.New("gateway: Config.FS and Config.KV are required")
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	g := &Gateway{cfg: cfg, fs: cfg.FS, meta: cfg.FS.Meta(), keys: NewKeyStore(cfg.KV), log: cfg.Logger, now: cfg.Now, stop: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	switch {
+	case cfg.RootAccessKey != "" && cfg.RootSecretKey != "":
+		g.root = &AccessKey{ID: cfg.RootAccessKey, Secret: cfg.RootSecretKey, Root: true, Description: "root key from the environment"}
+	case cfg.RootAccessKey != "" || cfg.RootSecretKey != "":
+		return nil, errors.New("gateway: set both the root access key and the root secret key, or neither")
+	default:
+		k, created, err := g.keys.EnsureRoot(ctx)
+		if err != nil {
+			return nil, err
+		}
+		g.root = k
+		if created {
+			g.log.Info("s3 gateway: generated a root access key (shown once; set FLYFS_ACCESS_KEY/FLYFS_SECRET_KEY to use your own)", "access_key", k.ID, "secret_key", k.Secret)
+		}
+	}
+	root, err := g.meta.Resolve(ctx, "/", true)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: resolve /: %w", err)
+	}
+	g.rootIno = root.ID
+	in, err := g.meta.MkdirAll(ctx, "/"+stagingRoot+"/staging", 0o700, client.Creds{}, false)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: staging directory: %w", err)
+	}
+	g.stagingIno = in.ID
+	if in, err = g.meta.MkdirAll(ctx, "/"+stagingRoot+"/uploads", 0o700, client.Creds{}, false); err != nil {
+		return nil, fmt.Errorf("gateway: uploads directory: %w", err)
+	}
+	g.uploadsIno = in.ID
+	g.metrics = newMetrics(cfg.Registerer)
+	g.router = g.routes()
+	g.wg.Add(1)
+	go g.sweepStaging()
+	return g, nil
+}
+
+// RootKey returns the root credential in force.
+func (g *Gateway) RootKey() (accessKey, secretKey string) { return g.root.ID, g.root.Secret }
+
+// Keys returns the access-key store (for embedding servers and tests).
+func (g *Gateway) Keys() *KeyStore { return g.keys }
+
+// Close stops the gateway's background work. It does not close FS or KV.
+func (g *Gateway) Close() error {
+	g.stopOnce.Do(func() { close(g.stop) })
+	g.wg.Wait()
+	return nil
+}
+
+// reqCtx is one request's state, passed to every handler.
+type reqCtx struct {
+	id      string
+	op      string
+	start   time.Time
+	key     *AccessKey // nil: anonymous
+	bucket  string
+	object  string
+	sig     *sigRequest
+	body    io.Reader // the decoded payload
+	chunked *chunkedReader
+	// size is the decoded payload length (-1: unknown).
+	size int64
+}
+
+type ctxKey struct{}
+
+func reqOf(r *http.Request) *reqCtx { return r.Context().Value(ctxKey{}).(*reqCtx) }
+
+func newRequestID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return strings.ToUpper(hex.EncodeToString(b[:]))
+}
+
+// statusWriter records the status and bytes for metrics and logs.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// ServeHTTP authenticates the request, decodes its payload and routes it.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rc := &reqCtx{id: newRequestID(), start: time.Now(), size: -1, op: "Unknown"}
+	sw := &statusWriter{ResponseWriter: w}
+	h := sw.Header()
+	h.Set("X-Amz-Request-Id", rc.id)
+	h.Set("X-Amz-Id-2", rc.id)
+	h.Set("Server", "flyfs")
+	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, rc))
+	defer func() {
+		if p := recover(); p != nil {
+			g.log.Error("s3 gateway: panic", "op", rc.op, "request_id", rc.id, "panic", p)
+			if sw.status == 0 {
+				g.writeError(sw, r, errCode("InternalError", ""))
+			}
+		}
+		g.metrics.observe(rc.op, sw.status, time.Since(rc.start), r.ContentLength, sw.bytes)
+	}()
+
+	if r.URL.Path == "/_flyfs/metrics" && r.Method == http.MethodGet {
+		rc.op = "Metrics"
+		g.metrics.handler().ServeHTTP(sw, r)
+		return
+	}
+	if err := g.authenticate(r, rc); err != nil {
+		g.writeError(sw, r, err)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/_flyfs/admin/") {
+		rc.op = "Admin"
+		g.serveAdmin(sw, r, rc)
+		return
+	}
+	// Virtual-host style: the bucket is in the Host; route as path style.
+	if b := g.hostBucket(r.Host); b != "" {
+		r.URL.Path = "/" + b + r.URL.Path
+		r.URL.RawPath = ""
+	}
+	g.router.ServeHTTP(sw, r)
+}
+
+// hostBucket returns the bucket of a virtual-host-style Host ("" if none).
+func (g *Gateway) hostBucket(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.ToLower(host)
+	for _, d := range g.cfg.Domains {
+		if b, ok := strings.CutSuffix(host, "."+strings.ToLower(d)); ok && b != "" {
+			return b
+		}
+	}
+	return ""
+}
+
+// authenticate checks the signature (or anonymity) of r and sets up the
+// decoded body.
+func (g *Gateway) authenticate(r *http.Request, rc *reqCtx) error {
+	sr, err := parseSigRequest(r)
+	if err != nil {
+		return err
+	}
+	rc.sig = sr
+	if sr.kind != authAnonymous {
+		if err := sr.checkTime(g.now()); err != nil {
+			return err
+		}
+		k, err := g.lookupKey(r.Context(), sr.cred.AccessKey)
+		if err != nil {
+			return err
+		}
+		signKey, err := verifySignature(r, sr, k.Secret)
+		if err != nil {
+			return err
+		}
+		rc.key = k
+		if err := g.setupBody(r, rc, sr, signKey); err != nil {
+			return err
+		}
+		return nil
+	}
+	rc.body = r.Body
+	rc.size = r.ContentLength
+	return nil
+}
+
+func (g *Gateway) lookupKey(ctx context.Context, id string) (*AccessKey, error) {
+	if id == g.root.ID {
+		return g.root, nil
+	}
+	k, err := g.keys.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if k == nil {
+		return nil, errCode("InvalidAccessKeyId", "")
+	}
+	return k, nil
+}
+
+// setupBody wraps the request body in the decoder its payload mode needs.
+func (g *Gateway) setupBody(r *http.Request, rc *reqCtx, sr *sigRequest, signKey []byte) error {
+	rc.body, rc.size = r.Body, r.ContentLength
+	switch {
+	case isChunkedPayload(sr.payloadHash):
+		dl := r.Header.Get("X-Amz-Decoded-Content-Length")
+		if dl != "" {
+			n, err := strconv.ParseInt(dl, 10, 64)
+			if err != nil || n < 0 {
+				return errCode("InvalidArgument", "x-amz-decoded-content-length is not a valid length.")
+			}
+			rc.size = n
+		} else {
+			rc.size = -1
+		}
+		var signer *chunkSigner
+		if sr.payloadHash != streamingUnsignedTrailr {
+			signer = &chunkSigner{key: signKey, amzDate: sr.amzDateRaw, scope: sr.cred.scope(), prevSig: sr.signature}
+		}
+		trailers := sr.payloadHash != streamingSigned
+		rc.chunked = newChunkedReader(r.Body, signer, trailers)
+		rc.body = rc.chunked
+	case sr.payloadHash == unsignedPayload:
+	default:
+		rc.body = newSHA256Reader(r.Body, sr.payloadHash)
+	}
+	return nil
+}
+
+// writeError sends err as an S3 XML error (no body for HEAD).
+func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	ae := toAPIError(err)
+	rc := reqOf(r)
+	if ae.Code == "InternalError" || ae.Code == "SlowDown" {
+		g.log.Error("s3 gateway: request failed", "op", rc.op, "request_id", rc.id, "bucket", rc.bucket, "key", rc.object, "err", err)
+	}
+	h := w.Header()
+	if ae.Code == "NotModified" {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", "application/xml")
+	h.Del("Content-Length")
+	h.Del("ETag")
+	h.Del("Last-Modified")
+	if r.Method == http.MethodHead {
+		w.WriteHeader(ae.Status)
+		return
+	}
+	body := errorBody{Code: ae.Code, Message: ae.Message, Key: ae.Key, Bucket: ae.Bucket, Resource: r.URL.Path, RequestID: rc.id, HostID: rc.id}
+	if body.Key == "" && rc.object != "" && ae.Status == http.StatusNotFound {
+		body.Key = rc.object
+	}
+	if body.Bucket == "" && ae.Code == "NoSuchBucket" {
+		body.Bucket = rc.bucket
+	}
+	out, _ := xml.Marshal(body)
+	w.WriteHeader(ae.Status)
+	io.WriteString(w, xml.Header)
+	w.Write(out)
+}
+
+// writeXML sends a 200 with an XML body.
+func writeXML(w http.ResponseWriter, v any) error {
+	out, err := xml.Marshal(v)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/xml")
+	w.Header().Set("Content-Length", strconv.Itoa(len(xml.Header)+len(out)))
+	w.WriteHeader(http.StatusOK)
+	io.WriteString(w, xml.Header)
+	_, err = w.Write(out)
+	return err
+}
+
+// creds are the owner ids stamped on what a request creates.
+func (rc *reqCtx) creds() client.Creds {
+	if rc.key == nil {
+		return client.Creds{}
+	}
+	return client.Creds{UID: rc.key.UID, GID: rc.key.GID}
+}
+
+func (rc *reqCtx) ownerID() string {
+	if rc.key == nil {
+		return "anonymous"
+	}
+	return rc.key.ID
+}
+
+// ensure the inode type names compile in one place.
+var _ = metaapi.TypeDir

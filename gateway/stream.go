@@ -1,0 +1,169 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"hash"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/flyfs/flyfs/core/client"
+)
+
+// Data moves between HTTP bodies and files in bufSize pieces, two in flight:
+// one being read while the other is written, so neither side waits for the
+// other and no object is ever held in memory whole.
+const bufSize = 8 << 20
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
+
+// readFull reads until p is full or the reader ends (io.EOF only when
+// nothing was read).
+func readFull(r io.Reader, p []byte) (int, error) {
+	n, err := io.ReadFull(r, p)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = io.EOF
+	}
+	if err == io.EOF && n > 0 {
+		return n, io.EOF
+	}
+	return n, err
+}
+
+// copyIn writes body into f from offset off, feeding every byte to hashes,
+// and returns the bytes written. More than limit bytes is EntityTooLarge.
+func copyIn(ctx context.Context, f *client.File, off int64, body io.Reader, limit int64, hashes ...hash.Hash) (int64, error) {
+	type piece struct {
+		buf *[]byte
+		n   int
+		off int64
+	}
+	work := make(chan piece, 1)
+	werr := make(chan error, 1)
+	go func() {
+		var first error
+		for p := range work {
+			if first == nil {
+				if _, err := f.WriteAtContext(ctx, (*p.buf)[:p.n], p.off); err != nil {
+					first = err
+				}
+			}
+			bufPool.Put(p.buf)
+		}
+		werr <- first
+	}()
+	var total int64
+	var rerr error
+	for {
+		b := bufPool.Get().(*[]byte)
+		n, err := readFull(body, *b)
+		if n > 0 {
+			if total+int64(n) > limit {
+				bufPool.Put(b)
+				rerr = errCode("EntityTooLarge", "")
+				break
+			}
+			for _, h := range hashes {
+				h.Write((*b)[:n])
+			}
+			work <- piece{b, n, off + total}
+			total += int64(n)
+		} else {
+			bufPool.Put(b)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			rerr = err
+			break
+		}
+	}
+	close(work)
+	if e := <-werr; rerr == nil {
+		rerr = e
+	}
+	return total, rerr
+}
+
+// readerFrom adapts a client.File region into an io.Reader.
+type fileReader struct {
+	ctx context.Context
+	f   *client.File
+	off int64
+	end int64
+}
+
+func (r *fileReader) Read(p []byte) (int, error) {
+	if r.off >= r.end {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > r.end-r.off {
+		p = p[:r.end-r.off]
+	}
+	n, err := r.f.ReadAtContext(r.ctx, p, r.off)
+	r.off += int64(n)
+	if err == io.EOF {
+		if r.off < r.end {
+			// The file is shorter than it was when we looked: the object
+			// changed under us, which S3 readers cannot be told mid-body.
+			return n, io.ErrUnexpectedEOF
+		}
+		err = nil
+	}
+	return n, err
+}
+
+// copyOut sends [off, off+n) of f to w, reading ahead one buffer.
+func copyOut(ctx context.Context, w io.Writer, f *client.File, off, n int64) error {
+	type piece struct {
+		buf *[]byte
+		n   int
+		err error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pieces := make(chan piece, 1)
+	go func() {
+		defer close(pieces)
+		r := &fileReader{ctx: ctx, f: f, off: off, end: off + n}
+		for {
+			b := bufPool.Get().(*[]byte)
+			k, err := readFull(r, *b)
+			if k == 0 && err == io.EOF {
+				bufPool.Put(b)
+				return
+			}
+			select {
+			case pieces <- piece{b, k, err}:
+			case <-ctx.Done():
+				bufPool.Put(b)
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var sent int64
+	for p := range pieces {
+		if p.err != nil && p.err != io.EOF {
+			bufPool.Put(p.buf)
+			return p.err
+		}
+		_, err := w.Write((*p.buf)[:p.n])
+		sent += int64(p.n)
+		bufPool.Put(p.buf)
+		if err != nil {
+			return err
+		}
+	}
+	if sent != n {
+		return io.ErrUnexpectedEOF
+	}
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	return nil
+}
