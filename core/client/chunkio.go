@@ -24,8 +24,9 @@ var ErrChunkNotFound = errors.New("client: chunk not found")
 
 // ChunkIO moves chunk data: updates go to a chain's head, tagged for
 // deduplication and retried through routing changes; reads go to any serving
-// replica, spread round-robin, retried on another replica when one cannot
-// serve.
+// replica, spread round-robin, hedged to a second replica when the first is
+// slow, and retried on another replica when one cannot serve. Every request's
+// latency feeds the in-flight window the file layer sends pieces under.
 type ChunkIO struct {
 	routing  routing.Source
 	storage  storageapi.Client
@@ -36,6 +37,14 @@ type ChunkIO struct {
 	channels []*channel // free channels
 	nextChan uint32
 	rr       atomic.Uint64
+
+	window atomic.Pointer[Window]
+	hedge  atomic.Pointer[hedger]
+
+	retries      atomic.Uint64 // attempts repeated after a retryable error
+	notCommitted atomic.Uint64 // reads that found the chunk mid-update
+	batchRPCs    atomic.Uint64 // batch-read RPCs carrying more than one IO
+	batchedIOs   atomic.Uint64 // IOs those carried
 }
 
 type channel struct {
@@ -49,7 +58,10 @@ func NewChunkIO(src routing.Source, c *rpc.Client, retryFor time.Duration) *Chun
 	if retryFor <= 0 {
 		retryFor = 30 * time.Second
 	}
-	return &ChunkIO{routing: src, storage: storageapi.Client{RPC: c}, clientID: rand.Uint64() | 1, retryFor: retryFor}
+	cio := &ChunkIO{routing: src, storage: storageapi.Client{RPC: c}, clientID: rand.Uint64() | 1, retryFor: retryFor}
+	cio.window.Store(NewWindow(WindowConfig{}))
+	cio.hedge.Store(newHedger(HedgeConfig{}))
+	return cio
 }
 
 // acquire takes a channel; an update keeps it (and its sequence number) for
@@ -109,7 +121,9 @@ func (c *ChunkIO) Update(ctx context.Context, u Update) (storageapi.ChunkMeta, e
 		}
 		addr, _ := info.Addr(head.Node)
 		req.Key = storageapi.Key{Chain: uint32(u.Chain), ChainVer: chain.Version, Chunk: u.Chunk}
+		start := time.Now()
 		resp, err := c.storage.Write(ctx, addr, req, u.Data)
+		c.Window().Observe(time.Since(start), requestClass(true, len(u.Data)), outcomeOf(err, ctx.Err()))
 		if err == nil {
 			meta = resp.Meta
 		}
@@ -118,12 +132,60 @@ func (c *ChunkIO) Update(ctx context.Context, u Update) (storageapi.ChunkMeta, e
 	return meta, err
 }
 
+
+// Window is the in-flight window the file layer sends chunk pieces under.
+func (c *ChunkIO) Window() *Window { return c.window.Load() }
+
+// SetWindow replaces the window (nil: a default adaptive one); a
+// WindowConfig{Fixed: true, Start: 8} window is the old fixed behaviour.
+func (c *ChunkIO) SetWindow(w *Window) {
+	if w == nil {
+		w = NewWindow(WindowConfig{})
+	}
+	c.window.Store(w)
+}
+
+// SetHedging replaces the hedging policy (its learnt latencies start over).
+func (c *ChunkIO) SetHedging(cfg HedgeConfig) { c.hedge.Store(newHedger(cfg)) }
+
+// IOStats counts what the data path did.
+type IOStats struct {
+	Window       WindowStats
+	Hedges       uint64 // hedge requests sent to a second replica
+	HedgeWins    uint64 // reads the hedge answered first
+	Retries      uint64 // request attempts repeated after a retryable error
+	NotCommitted uint64 // read results refused because the chunk was mid-update
+	BatchRPCs    uint64 // batch-read RPCs carrying more than one IO
+	BatchedIOs   uint64 // IOs those RPCs carried
+}
+
+// Stats returns the counters.
+func (c *ChunkIO) Stats() IOStats {
+	h := c.hedge.Load()
+	return IOStats{Window: c.Window().Stats(), Hedges: h.hedges.Load(), HedgeWins: h.wins.Load(),
+		Retries: c.retries.Load(), NotCommitted: c.notCommitted.Load(),
+		BatchRPCs: c.batchRPCs.Load(), BatchedIOs: c.batchedIOs.Load()}
+}
+
 // ReadIO is one range to read.
 type ReadIO struct {
 	Chain  routing.ChainID
 	Chunk  layout.ChunkID
 	Offset uint32
 	Length uint32
+}
+
+// ReadResult is one IO's outcome in a BatchRead.
+type ReadResult struct {
+	Data []byte
+	Err  error // ErrChunkNotFound for a missing chunk
+}
+
+// plannedIO is a read with the replicas that may serve it and the one picked.
+type plannedIO struct {
+	wire     storageapi.ReadIO
+	replicas []routing.Target
+	pick     int
 }
 
 // Read reads one range of a chunk from a serving replica; the result is short
@@ -139,26 +201,137 @@ func (c *ChunkIO) Read(ctx context.Context, io ReadIO, relaxed bool) ([]byte, er
 		if len(replicas) == 0 {
 			return rpc.Errorf(rpc.Unavailable, "chain %d has no serving target", io.Chain)
 		}
-		t := replicas[c.rr.Add(1)%uint64(len(replicas))]
-		addr, _ := info.Addr(t.Node)
-		resp, data, err := c.storage.BatchRead(ctx, addr, &storageapi.BatchReadReq{Relaxed: relaxed,
-			IOs: []storageapi.ReadIO{{Key: storageapi.Key{Chain: uint32(io.Chain), ChainVer: chain.Version, Chunk: io.Chunk}, Offset: io.Offset, Length: io.Length}}})
+		p := plannedIO{replicas: replicas, pick: int(c.rr.Add(1) % uint64(len(replicas))),
+			wire: storageapi.ReadIO{Key: storageapi.Key{Chain: uint32(io.Chain), ChainVer: chain.Version, Chunk: io.Chunk}, Offset: io.Offset, Length: io.Length}}
+		res, err := c.readGroup(ctx, info, []plannedIO{p}, relaxed)
 		if err != nil {
 			return err
 		}
-		if len(resp.Results) != 1 {
-			return rpc.Errorf(rpc.Internal, "batch read answered %d results for 1", len(resp.Results))
+		if res[0].Err != nil {
+			return res[0].Err
 		}
-		if err := resp.Results[0].Err(); err != nil {
-			return err
-		}
-		out = data[:resp.Results[0].Len]
+		out = res[0].Data
 		return nil
 	})
 	if rpc.CodeOf(err) == rpc.NotFound {
 		return nil, ErrChunkNotFound
 	}
 	return out, err
+}
+
+// readGroup reads IOs whose picked replicas are all on one node in one RPC,
+// hedged: if that node is slow to answer, the IOs go to other replicas.
+func (c *ChunkIO) readGroup(ctx context.Context, info *routing.Info, ios []plannedIO, relaxed bool) ([]ReadResult, error) {
+	node := ios[0].replicas[ios[0].pick].Node
+	wire := make([]storageapi.ReadIO, len(ios))
+	total := 0
+	for i, p := range ios {
+		wire[i] = p.wire
+		total += int(p.wire.Length)
+	}
+	primary := func(ctx context.Context) ([]ReadResult, error) { return c.rpcRead(ctx, info, node, wire, relaxed) }
+	return c.hedge.Load().race(ctx, requestClass(false, total), primary, c.backupFor(info, node, ios, relaxed))
+}
+
+// backupFor plans the same IOs on replicas off node (one RPC per node they
+// land on), or returns nil when some IO has no other replica.
+func (c *ChunkIO) backupFor(info *routing.Info, node routing.NodeID, ios []plannedIO, relaxed bool) func(context.Context) ([]ReadResult, error) {
+	var nodes []routing.NodeID
+	byNode := map[routing.NodeID][]int{}
+	for i, p := range ios {
+		alt := routing.NodeID(0)
+		for j := 1; j < len(p.replicas); j++ {
+			if t := p.replicas[(p.pick+j)%len(p.replicas)]; t.Node != node {
+				alt = t.Node
+				break
+			}
+		}
+		if alt == 0 {
+			return nil
+		}
+		if _, ok := byNode[alt]; !ok {
+			nodes = append(nodes, alt)
+		}
+		byNode[alt] = append(byNode[alt], i)
+	}
+	return func(ctx context.Context) ([]ReadResult, error) {
+		out := make([]ReadResult, len(ios))
+		errs := make([]error, len(nodes))
+		var wg sync.WaitGroup
+		for k, n := range nodes {
+			wg.Add(1)
+			go func(k int, n routing.NodeID, idx []int) {
+				defer wg.Done()
+				wire := make([]storageapi.ReadIO, len(idx))
+				for j, i := range idx {
+					wire[j] = ios[i].wire
+				}
+				res, err := c.rpcRead(ctx, info, n, wire, relaxed)
+				if err != nil {
+					errs[k] = err
+					return
+				}
+				for j, i := range idx {
+					out[i] = res[j]
+				}
+			}(k, n, byNode[n])
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			for _, e := range errs {
+				if e != nil {
+					return nil, e // one of them, with its code, for retryable()
+				}
+			}
+		}
+		return out, nil
+	}
+}
+
+// rpcRead is one BatchRead RPC to a node; per-IO failures are in the
+// results, a failed call in the error.
+func (c *ChunkIO) rpcRead(ctx context.Context, info *routing.Info, node routing.NodeID, wire []storageapi.ReadIO, relaxed bool) ([]ReadResult, error) {
+	addr, ok := info.Addr(node)
+	if !ok {
+		return nil, rpc.Errorf(storageapi.CodeNoTarget, "node %d not in routing", node)
+	}
+	total := 0
+	for _, w := range wire {
+		total += int(w.Length)
+	}
+	start := time.Now()
+	resp, data, err := c.storage.BatchRead(ctx, addr, &storageapi.BatchReadReq{Relaxed: relaxed, IOs: wire})
+	c.Window().Observe(time.Since(start), requestClass(false, total), outcomeOf(err, ctx.Err()))
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Results) != len(wire) {
+		return nil, rpc.Errorf(rpc.Internal, "batch read answered %d results for %d", len(resp.Results), len(wire))
+	}
+	if len(wire) > 1 {
+		c.batchRPCs.Add(1)
+		c.batchedIOs.Add(uint64(len(wire)))
+	}
+	out := make([]ReadResult, len(wire))
+	off := 0
+	for j, r := range resp.Results {
+		if err := r.Err(); err != nil {
+			switch rpc.CodeOf(err) {
+			case rpc.NotFound:
+				err = ErrChunkNotFound
+			case storageapi.CodeNotCommitted:
+				c.notCommitted.Add(1)
+			}
+			out[j].Err = err
+			continue
+		}
+		if off+int(r.Len) > len(data) || r.Len > wire[j].Length {
+			return nil, rpc.Errorf(rpc.Internal, "batch read payload too short")
+		}
+		out[j].Data = data[off : off+int(r.Len) : off+int(r.Len)]
+		off += int(r.Len)
+	}
+	return out, nil
 }
 
 // retryable codes: routing moved, a node is down, or the chunk is mid-update.
@@ -182,95 +355,118 @@ func (c *ChunkIO) retry(ctx context.Context, op func(*routing.Info) error) error
 		if err == nil || !retryable(err) || ctx.Err() != nil || time.Now().After(deadline) {
 			return err
 		}
-		if code := rpc.CodeOf(err); code == storageapi.CodeChainVersion || code == storageapi.CodeNotHead {
+		c.retries.Add(1)
+		code := rpc.CodeOf(err)
+		if code == storageapi.CodeChainVersion || code == storageapi.CodeNotHead {
 			if _, rerr := c.routing.Refresh(ctx, info.Version); rerr != nil {
 				return errors.Join(err, rerr)
 			}
+		}
+		wait := backoff
+		if code == storageapi.CodeNotCommitted {
+			// The update in the way finishes within a chain round trip:
+			// retry soon, without growing the pause.
+			wait = time.Millisecond
+		} else {
+			backoff = min(backoff*2, 500*time.Millisecond)
 		}
 		select {
 		case <-ctx.Done():
 			return err
 		case <-c.routing.Changed():
-		case <-time.After(backoff):
-			backoff = min(backoff*2, 500*time.Millisecond)
+		case <-time.After(wait):
 		}
 	}
 }
 
-// ReadResult is one IO's outcome in a BatchRead.
-type ReadResult struct {
-	Data []byte
-	Err  error // ErrChunkNotFound for a missing chunk
-}
+// maxBatchBytes bounds one batch RPC's data (storaged refuses above 64 MiB).
+const maxBatchBytes = 16 << 20
 
-// BatchRead reads many ranges, one RPC per chain (to one of its serving
-// replicas, spread round-robin). IOs that fail with a retryable error are
-// retried, one by one, through Read.
+// BatchRead reads many ranges: the IOs of one chain go to one of its serving
+// replicas (spread round-robin), and all IOs landing on one storage node
+// travel in one RPC (hedged like Read). IOs that fail with a retryable error
+// are retried, one by one, through Read.
 func (c *ChunkIO) BatchRead(ctx context.Context, ios []ReadIO, relaxed bool) []ReadResult {
 	out := make([]ReadResult, len(ios))
-	byChain := map[routing.ChainID][]int{}
-	for i, io := range ios {
-		byChain[io.Chain] = append(byChain[io.Chain], i)
-	}
 	info := c.routing.Current()
-	var wg sync.WaitGroup
-	for chainID, idx := range byChain {
-		wg.Add(1)
-		go func(chainID routing.ChainID, idx []int) {
-			defer wg.Done()
-			err := c.batchOnce(ctx, info, chainID, idx, ios, out, relaxed)
-			for _, i := range idx {
-				if err != nil {
-					out[i].Err = err
-				}
-				if out[i].Err != nil && retryable(out[i].Err) {
-					out[i].Data, out[i].Err = c.Read(ctx, ios[i], relaxed)
-				}
+	type chainPlan struct {
+		replicas []routing.Target
+		pick     int
+		ver      uint32
+		err      error
+	}
+	chains := map[routing.ChainID]*chainPlan{}
+	var groups [][]int
+	groupOf := map[routing.NodeID]int{}
+	groupBytes := map[routing.NodeID]int{}
+	planned := make([]plannedIO, len(ios))
+	for i, io := range ios {
+		cp, ok := chains[io.Chain]
+		if !ok {
+			cp = &chainPlan{}
+			if chain, ok := info.Chain(io.Chain); !ok {
+				cp.err = rpc.Errorf(storageapi.CodeNoTarget, "chain %d not in routing", io.Chain)
+			} else if cp.replicas, cp.ver = chain.Readable(), chain.Version; len(cp.replicas) == 0 {
+				cp.err = rpc.Errorf(rpc.Unavailable, "chain %d has no serving target", io.Chain)
+			} else {
+				cp.pick = int(c.rr.Add(1) % uint64(len(cp.replicas)))
 			}
-		}(chainID, idx)
+			chains[io.Chain] = cp
+		}
+		if cp.err != nil {
+			out[i].Err = cp.err
+			continue
+		}
+		planned[i] = plannedIO{replicas: cp.replicas, pick: cp.pick,
+			wire: storageapi.ReadIO{Key: storageapi.Key{Chain: uint32(io.Chain), ChainVer: cp.ver, Chunk: io.Chunk}, Offset: io.Offset, Length: io.Length}}
+		node := cp.replicas[cp.pick].Node
+		g, ok := groupOf[node]
+		if !ok || groupBytes[node]+int(io.Length) > maxBatchBytes {
+			g = len(groups)
+			groups = append(groups, nil)
+			groupOf[node], groupBytes[node] = g, 0
+		}
+		groups[g] = append(groups[g], i)
+		groupBytes[node] += int(io.Length)
+	}
+	run := func(idx []int) {
+		group := make([]plannedIO, len(idx))
+		for j, i := range idx {
+			group[j] = planned[i]
+		}
+		res, err := c.readGroup(ctx, info, group, relaxed)
+		for j, i := range idx {
+			if err != nil {
+				out[i].Err = err
+			} else {
+				out[i] = res[j]
+			}
+		}
+	}
+	if len(groups) == 1 {
+		run(groups[0])
+	} else {
+		var wg sync.WaitGroup
+		for _, idx := range groups {
+			wg.Add(1)
+			go func(idx []int) {
+				defer wg.Done()
+				run(idx)
+			}(idx)
+		}
+		wg.Wait()
+	}
+	// Retry what failed retryably, one by one with fresh routing.
+	var wg sync.WaitGroup
+	for i := range out {
+		if out[i].Err != nil && retryable(out[i].Err) && ctx.Err() == nil {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				out[i].Data, out[i].Err = c.Read(ctx, ios[i], relaxed)
+			}(i)
+		}
 	}
 	wg.Wait()
 	return out
-}
-
-func (c *ChunkIO) batchOnce(ctx context.Context, info *routing.Info, chainID routing.ChainID, idx []int, ios []ReadIO, out []ReadResult, relaxed bool) error {
-	chain, ok := info.Chain(chainID)
-	if !ok {
-		return rpc.Errorf(storageapi.CodeNoTarget, "chain %d not in routing", chainID)
-	}
-	replicas := chain.Readable()
-	if len(replicas) == 0 {
-		return rpc.Errorf(rpc.Unavailable, "chain %d has no serving target", chainID)
-	}
-	t := replicas[c.rr.Add(1)%uint64(len(replicas))]
-	addr, _ := info.Addr(t.Node)
-	req := &storageapi.BatchReadReq{Relaxed: relaxed, IOs: make([]storageapi.ReadIO, len(idx))}
-	for j, i := range idx {
-		req.IOs[j] = storageapi.ReadIO{Key: storageapi.Key{Chain: uint32(chainID), ChainVer: chain.Version, Chunk: ios[i].Chunk},
-			Offset: ios[i].Offset, Length: ios[i].Length}
-	}
-	resp, data, err := c.storage.BatchRead(ctx, addr, req)
-	if err != nil {
-		return err
-	}
-	if len(resp.Results) != len(idx) {
-		return rpc.Errorf(rpc.Internal, "batch read answered %d results for %d", len(resp.Results), len(idx))
-	}
-	off := 0
-	for j, i := range idx {
-		r := resp.Results[j]
-		if err := r.Err(); err != nil {
-			if rpc.CodeOf(err) == rpc.NotFound {
-				err = ErrChunkNotFound
-			}
-			out[i].Err = err
-			continue
-		}
-		if off+int(r.Len) > len(data) {
-			return rpc.Errorf(rpc.Internal, "batch read payload too short")
-		}
-		out[i].Data = data[off : off+int(r.Len) : off+int(r.Len)]
-		off += int(r.Len)
-	}
-	return nil
 }

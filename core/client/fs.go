@@ -345,35 +345,17 @@ func (f *File) Size() uint64 {
 	return max(f.inode.Length, f.end)
 }
 
-// forPieces runs fn on every per-chunk piece of [off, off+n), a bounded
-// number at a time, and returns the first error.
+// forPieces runs fn on every per-chunk piece of [off, off+n), as many at a
+// time as the FS's in-flight window allows, and returns the first error.
 func (f *File) forPieces(ctx context.Context, off, n uint64, fn func(context.Context, layout.Piece, routing.ChainID) error) error {
 	pieces, err := f.inode.Layout.Split(off, n)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sem := make(chan struct{}, f.fs.parallel)
-	errs := make(chan error, len(pieces))
-	for _, pc := range pieces {
-		sem <- struct{}{}
-		go func(pc layout.Piece) {
-			defer func() { <-sem }()
-			err := fn(ctx, pc, f.chains[pc.ChunkIndex%uint64(len(f.chains))])
-			if err != nil {
-				cancel()
-			}
-			errs <- err
-		}(pc)
-	}
-	var first error
-	for range pieces {
-		if err := <-errs; err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
+	return runBounded(ctx, f.fs.chunks.Window(), len(pieces), func(ctx context.Context, i int) error {
+		pc := pieces[i]
+		return fn(ctx, pc, f.chains[pc.ChunkIndex%uint64(len(f.chains))])
+	})
 }
 
 // WriteAtContext writes p at off.
@@ -429,20 +411,10 @@ func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, err
 		return 0, io.EOF
 	}
 	n := min(uint64(len(p)), size-uint64(off))
-	l := f.inode.Layout
-	err := f.forPieces(ctx, uint64(off), n, func(ctx context.Context, pc layout.Piece, chain routing.ChainID) error {
-		dst := p[pc.OffsetInBuffer : pc.OffsetInBuffer+uint64(pc.Length)]
-		data, err := f.fs.chunks.Read(ctx, ReadIO{Chain: chain, Chunk: l.ChunkID(f.inode.ID, uint64(off)+pc.OffsetInBuffer), Offset: pc.OffsetInChunk, Length: pc.Length}, false)
-		if errors.Is(err, ErrChunkNotFound) {
-			err, data = nil, nil
-		}
-		if err != nil {
-			return err
-		}
-		c := copy(dst, data)
-		clear(dst[c:]) // past the chunk's end, inside the file: a hole
-		return nil
-	})
+	jobs, err := f.readJobsFor(p[:n], uint64(off))
+	if err == nil {
+		err = f.readJobs(ctx, jobs)
+	}
 	if err != nil {
 		return 0, pathErr("read", f.path, err)
 	}

@@ -1,0 +1,170 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"syscall"
+)
+
+// The file read path: a read is cut into per-chunk pieces; large pieces go
+// out one RPC each (several storage services then work on them in
+// parallel), while small pieces are gathered so that all of those a storage
+// service holds travel in one batch RPC. One piece alone takes the lean path.
+
+const (
+	smallPiece = 128 << 10 // pieces up to this size are batched
+	batchBytes = 1 << 20   // at most this much data per batch
+	batchIOs   = 256       // and at most this many pieces
+)
+
+// readJob is one piece of a read and where its bytes go.
+type readJob struct {
+	io  ReadIO
+	dst []byte
+}
+
+// readJobsFor cuts the file range [off, off+len(p)) into jobs that fill p.
+func (f *File) readJobsFor(p []byte, off uint64) ([]readJob, error) {
+	l := f.inode.Layout
+	pieces, err := l.Split(off, uint64(len(p)))
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]readJob, len(pieces))
+	for i, pc := range pieces {
+		jobs[i] = readJob{
+			io: ReadIO{Chain: f.chains[pc.ChunkIndex%uint64(len(f.chains))], Chunk: l.ChunkID(f.inode.ID, off+pc.OffsetInBuffer),
+				Offset: pc.OffsetInChunk, Length: pc.Length},
+			dst: p[pc.OffsetInBuffer : pc.OffsetInBuffer+uint64(pc.Length)],
+		}
+	}
+	return jobs, nil
+}
+
+// planReads groups jobs into units, each one window slot: a large piece
+// alone, small pieces in batches (ordered by chain and chunk, so a batch
+// holds few chains and lands on few storage services).
+func planReads(jobs []readJob) [][]int {
+	var units [][]int
+	var small []int
+	for i, j := range jobs {
+		if j.io.Length > smallPiece {
+			units = append(units, []int{i})
+		} else {
+			small = append(small, i)
+		}
+	}
+	slices.SortFunc(small, func(a, b int) int {
+		x, y := jobs[a].io, jobs[b].io
+		switch {
+		case x.Chain != y.Chain:
+			return int(x.Chain) - int(y.Chain)
+		case x.Chunk != y.Chunk:
+			return bytes.Compare(x.Chunk[:], y.Chunk[:])
+		}
+		return int(x.Offset) - int(y.Offset)
+	})
+	var cur []int
+	size := 0
+	for _, i := range small {
+		n := int(jobs[i].io.Length)
+		if len(cur) > 0 && (len(cur) >= batchIOs || size+n > batchBytes) {
+			units = append(units, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, i)
+		size += n
+	}
+	if len(cur) > 0 {
+		units = append(units, cur)
+	}
+	return units
+}
+
+// readJobs runs the jobs under the FS's window.
+func (f *File) readJobs(ctx context.Context, jobs []readJob) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	cio := f.fs.chunks
+	if len(jobs) == 1 {
+		return runBounded(ctx, cio.Window(), 1, func(ctx context.Context, _ int) error {
+			data, err := cio.Read(ctx, jobs[0].io, false)
+			return fillPiece(jobs[0].dst, data, err)
+		})
+	}
+	units := planReads(jobs)
+	return runBounded(ctx, cio.Window(), len(units), func(ctx context.Context, u int) error {
+		idx := units[u]
+		if len(idx) == 1 {
+			j := jobs[idx[0]]
+			data, err := cio.Read(ctx, j.io, false)
+			return fillPiece(j.dst, data, err)
+		}
+		ios := make([]ReadIO, len(idx))
+		for k, i := range idx {
+			ios[k] = jobs[i].io
+		}
+		for k, r := range cio.BatchRead(ctx, ios, false) {
+			if err := fillPiece(jobs[idx[k]].dst, r.Data, r.Err); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// fillPiece copies a piece's data into dst; a missing chunk, or the part past
+// a chunk's end (inside the file), is a hole and reads as zeros.
+func fillPiece(dst, data []byte, err error) error {
+	if errors.Is(err, ErrChunkNotFound) {
+		err, data = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	c := copy(dst, data)
+	clear(dst[c:])
+	return nil
+}
+
+// ReadReq is one range of a ReadV: Buf is filled from file offset Off.
+type ReadReq struct {
+	Off int64
+	Buf []byte
+	// N is set by ReadV: the bytes read, less than len(Buf) only at the
+	// end of the file.
+	N int
+}
+
+// ReadV reads many ranges at once, as one read: every small piece of every
+// request is batched with the others that live on the same storage service,
+// so thousands of small reads cost a few RPCs. Holes read as zeros; a range
+// past the end of the file reads short (N). The first error fails the call.
+func (f *File) ReadV(ctx context.Context, reqs []ReadReq) error {
+	size := f.Size()
+	var jobs []readJob
+	for i := range reqs {
+		r := &reqs[i]
+		r.N = 0
+		if r.Off < 0 {
+			return pathErr("read", f.path, syscall.EINVAL)
+		}
+		if uint64(r.Off) >= size || len(r.Buf) == 0 {
+			continue
+		}
+		n := min(uint64(len(r.Buf)), size-uint64(r.Off))
+		js, err := f.readJobsFor(r.Buf[:n], uint64(r.Off))
+		if err != nil {
+			return pathErr("read", f.path, err)
+		}
+		jobs = append(jobs, js...)
+		r.N = int(n)
+	}
+	if err := f.readJobs(ctx, jobs); err != nil {
+		return pathErr("read", f.path, err)
+	}
+	return nil
+}
