@@ -27,13 +27,20 @@ type handle struct {
 
 	mu    sync.RWMutex // read-locked around writes, locked to end or reopen the session
 	f     atomic.Pointer[client.File]
-	live  bool // the write session is open (under mu)
+	live  atomic.Bool // the write session is open (changes under mu)
 	dirty atomic.Bool
 }
 
-// openInode is the set of this mount's open handles of one inode.
+// openInode is this mount's state of an open inode: its handles, the
+// latest inode metad returned, and a read-only view for reads. Reads of
+// every handle go through that view, whose length is the largest this mount
+// knows (metad's, or what a live writer here wrote past it), because a
+// client.File never reads past the length it was given and the kernel asks
+// for whatever its own idea of the size covers.
 type openInode struct {
 	handles map[*handle]struct{}
+	inode   metaapi.Inode
+	reader  *client.File
 }
 
 // openFlags is what metad needs of open(2)'s flags.
@@ -43,21 +50,48 @@ func openFlags(flags uint32) int {
 
 func isWrite(flags uint32) bool { return int(flags)&syscall.O_ACCMODE != syscall.O_RDONLY }
 
-func (f *fileSystem) addHandle(ino uint64, file *client.File, write bool, c client.Creds) *handle {
-	h := &handle{ino: ino, write: write, creds: c, live: write}
+func (f *fileSystem) addHandle(in metaapi.Inode, file *client.File, write bool, c client.Creds) *handle {
+	h := &handle{ino: in.ID, write: write, creds: c}
+	h.live.Store(write)
 	h.f.Store(file)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextFH++
 	h.id = f.nextFH
 	f.files[h.id] = h
-	oi := f.opened[ino]
+	oi := f.opened[in.ID]
 	if oi == nil {
 		oi = &openInode{handles: map[*handle]struct{}{}}
-		f.opened[ino] = oi
+		f.opened[in.ID] = oi
 	}
 	oi.handles[h] = struct{}{}
+	f.noteInodeLocked(oi, in)
 	return h
+}
+
+// noteInode records a fresh inode from metad for an open file.
+func (f *fileSystem) noteInode(in metaapi.Inode) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if oi := f.opened[in.ID]; oi != nil {
+		f.noteInodeLocked(oi, in)
+	}
+}
+
+func (f *fileSystem) noteInodeLocked(oi *openInode, in metaapi.Inode) {
+	oi.inode = in
+	oi.reader = nil // rebuilt at the next read
+}
+
+// sizeLocked is the largest length this mount knows for an open inode.
+func sizeLocked(oi *openInode) uint64 {
+	size := oi.inode.Length
+	for h := range oi.handles {
+		if h.write && h.live.Load() {
+			size = max(size, h.f.Load().Size())
+		}
+	}
+	return size
 }
 
 func (f *fileSystem) handle(fh uint64) *handle {
@@ -78,44 +112,37 @@ func (f *fileSystem) dropHandle(h *handle) {
 	}
 }
 
-// localSize is the largest size this mount's open writers of ino know of
-// (0 if none): metad learns it only when they close or sync.
+// localSize is the largest size this mount knows of ino while it is open
+// here (0 if not): metad learns of writes only when writers close or sync.
 func (f *fileSystem) localSize(ino uint64) uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var size uint64
 	if oi := f.opened[ino]; oi != nil {
-		for h := range oi.handles {
-			if h.write {
-				size = max(size, h.f.Load().Size())
-			}
-		}
+		return sizeLocked(oi)
 	}
-	return size
+	return 0
 }
 
-// readerFor picks the open file of ino that knows the largest size, so a
-// reader sees what a writer of this mount wrote past the size it opened.
-func (f *fileSystem) readerFor(ino uint64, prefer *handle) *client.File {
+// readerFor returns the read view of an open inode (nil if not open here).
+func (f *fileSystem) readerFor(ctx context.Context, ino uint64) (*client.File, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var best *client.File
-	var size uint64
-	if prefer != nil {
-		best = prefer.f.Load()
-		size = best.Size()
+	oi := f.opened[ino]
+	if oi == nil {
+		return nil, nil
 	}
-	if oi := f.opened[ino]; oi != nil {
-		for h := range oi.handles {
-			if h == prefer || (!h.write && best != nil) {
-				continue
-			}
-			if fl := h.f.Load(); best == nil || fl.Size() > size {
-				best, size = fl, fl.Size()
-			}
-		}
+	size := sizeLocked(oi)
+	if oi.reader != nil && oi.reader.Size() == size {
+		return oi.reader, nil
 	}
-	return best
+	in := oi.inode
+	in.Length = size
+	r, err := f.fs.OpenInode(ctx, in, nil)
+	if err != nil {
+		return nil, err
+	}
+	oi.reader = r
+	return r, nil
 }
 
 // writer returns an open write handle of ino, or nil.
@@ -152,7 +179,7 @@ func (h *handle) writeAt(ctx context.Context, f *fileSystem, p []byte, off int64
 		return 0, syscall.EFBIG
 	}
 	h.mu.RLock()
-	for !h.live {
+	for !h.live.Load() {
 		h.mu.RUnlock()
 		if err := h.reopen(ctx, f); err != nil {
 			return 0, err
@@ -167,7 +194,7 @@ func (h *handle) writeAt(ctx context.Context, f *fileSystem, p []byte, off int64
 func (h *handle) reopen(ctx context.Context, f *fileSystem) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.live {
+	if h.live.Load() {
 		return nil
 	}
 	in, session, err := f.meta.Open(ctx, h.ino, os.O_WRONLY, h.creds)
@@ -179,22 +206,31 @@ func (h *handle) reopen(ctx context.Context, f *fileSystem) error {
 		return err
 	}
 	h.f.Store(file)
-	h.live = true
+	h.live.Store(true)
+	f.noteInode(in)
 	return nil
 }
 
 // closeSession ends the write session (settling the file's length with
-// metad) and returns the file's inode after it.
-func (h *handle) closeSession(ctx context.Context) (metaapi.Inode, error) {
+// metad) and returns the file's inode after it. The settled inode is noted
+// before the handle stops counting as a writer, so the length this mount
+// knows never dips in between.
+func (h *handle) closeSession(ctx context.Context, f *fileSystem) (metaapi.Inode, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.live {
+	if !h.live.Load() {
 		return metaapi.Inode{}, nil
 	}
 	file := h.f.Load()
-	h.live = false
 	h.dirty.Store(false)
-	if err := file.CloseContext(ctx); err != nil {
+	err := file.CloseContext(ctx)
+	if err == nil {
+		f.noteInode(file.Inode())
+	}
+	// A failed close leaves the session to metad's reaper; writing again
+	// opens a new one.
+	h.live.Store(false)
+	if err != nil {
 		return metaapi.Inode{}, err
 	}
 	return file.Inode(), nil
@@ -207,15 +243,20 @@ func (f *fileSystem) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Ope
 	ctx, done := f.ctx(cancel)
 	defer done()
 	c := creds(&in.InHeader)
-	ino, session, err := f.meta.Open(ctx, in.NodeId, openFlags(in.Flags), c)
+	ino, session, err := f.meta.Open(ctx, in.NodeId, openFlags(in.Flags)&^os.O_TRUNC, c)
 	if err != nil {
 		return f.status(ctx, "open", err)
+	}
+	if in.Flags&syscall.O_TRUNC != 0 && ino.Length > 0 {
+		if ino, err = f.truncateOnOpen(ctx, ino); err != nil {
+			return f.status(ctx, "open", err)
+		}
 	}
 	file, err := f.fs.OpenInode(ctx, ino, session)
 	if err != nil {
 		return f.status(ctx, "open", err)
 	}
-	h := f.addHandle(ino.ID, file, session != nil, c)
+	h := f.addHandle(ino, file, session != nil, c)
 	out.Fh = h.id
 	if f.keepCache(ino) {
 		out.OpenFlags |= fuse.FOPEN_KEEP_CACHE
@@ -233,19 +274,32 @@ func (f *fileSystem) Create(cancel <-chan struct{}, in *fuse.CreateIn, name stri
 	ctx, done := f.ctx(cancel)
 	defer done()
 	c := creds(&in.InHeader)
-	ino, session, _, err := f.meta.Create(ctx, in.NodeId, name, in.Mode&07777, openFlags(in.Flags), c)
+	ino, session, created, err := f.meta.Create(ctx, in.NodeId, name, in.Mode&07777, openFlags(in.Flags)&^os.O_TRUNC, c)
 	if err != nil {
 		return f.status(ctx, "create", err)
+	}
+	if !created && in.Flags&syscall.O_TRUNC != 0 && ino.Length > 0 {
+		if ino, err = f.truncateOnOpen(ctx, ino); err != nil {
+			return f.status(ctx, "create", err)
+		}
 	}
 	file, err := f.fs.OpenInode(ctx, ino, session)
 	if err != nil {
 		return f.status(ctx, "create", err)
 	}
-	h := f.addHandle(ino.ID, file, session != nil, c)
+	h := f.addHandle(ino, file, session != nil, c)
 	f.keepCache(ino)
 	f.fillEntry(ino, &out.EntryOut)
 	out.OpenOut.Fh = h.id
 	return fuse.OK
+}
+
+// truncateOnOpen empties a file opened with O_TRUNC. It goes through
+// SetAttr rather than the open's own O_TRUNC because only SetAttr also
+// removes the file's chunks: a truncate that leaves them makes the length
+// settled at close find the old end again.
+func (f *fileSystem) truncateOnOpen(ctx context.Context, in metaapi.Inode) (metaapi.Inode, error) {
+	return f.meta.SetAttr(ctx, in.ID, metaapi.SetAttrReq{Mask: metaapi.SetSize, Size: 0})
 }
 
 // Mknod makes regular files only: flyfs has no device, fifo or socket
@@ -277,7 +331,10 @@ func (f *fileSystem) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
-	file := f.readerFor(h.ino, h)
+	file, err := f.readerFor(ctx, h.ino)
+	if err != nil {
+		return nil, f.status(ctx, "read", err)
+	}
 	n, err := file.ReadAtContext(ctx, buf[:min(int(in.Size), len(buf))], int64(in.Offset))
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, f.status(ctx, "read", err)
@@ -308,7 +365,7 @@ func (f *fileSystem) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
-	ino, err := h.closeSession(ctx)
+	ino, err := h.closeSession(ctx, f)
 	if err != nil {
 		return f.status(ctx, "close", err)
 	}
@@ -327,7 +384,7 @@ func (f *fileSystem) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status
 	defer done()
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	if !h.live {
+	if !h.live.Load() {
 		return fuse.OK
 	}
 	return f.status(ctx, "fsync", h.f.Load().Sync(ctx))
@@ -338,15 +395,14 @@ func (f *fileSystem) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 	if h == nil {
 		return
 	}
+	if h.write {
+		ctx, done := f.ctx(cancel)
+		defer done()
+		if _, err := h.closeSession(ctx, f); err != nil {
+			f.opts.Log.Warn("fusefs: closing a write session on release failed", "ino", h.ino, "err", err)
+		}
+	}
 	f.dropHandle(h)
-	if !h.write {
-		return
-	}
-	ctx, done := f.ctx(cancel)
-	defer done()
-	if _, err := h.closeSession(ctx); err != nil {
-		f.opts.Log.Warn("fusefs: closing a write session on release failed", "ino", h.ino, "err", err)
-	}
 }
 
 // Fallocate supports mode 0 (reserve, extending the size): flyfs allocates
@@ -372,51 +428,39 @@ func (f *fileSystem) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fus
 	return f.status(ctx, "fallocate", err)
 }
 
-// truncate sets a file's size. Open write sessions of this mount truncate
-// through their file, so their own idea of the length follows; read
-// handles get a fresh view of the new length.
+// truncate sets a file's size. Live write sessions of this mount truncate
+// through their file, so their own idea of the length follows.
 func (f *fileSystem) truncate(ctx context.Context, ino uint64, size uint64) (metaapi.Inode, error) {
 	f.mu.Lock()
 	var hs []*handle
 	if oi := f.opened[ino]; oi != nil {
 		for h := range oi.handles {
-			hs = append(hs, h)
+			if h.write {
+				hs = append(hs, h)
+			}
 		}
 	}
 	f.mu.Unlock()
+	var in metaapi.Inode
+	var err error
 	done := false
 	for _, h := range hs {
-		if !h.write {
-			continue
-		}
 		h.mu.RLock()
-		if h.live {
-			if err := h.f.Load().Truncate(ctx, int64(size)); err != nil {
+		if h.live.Load() {
+			file := h.f.Load()
+			if err = file.Truncate(ctx, int64(size)); err != nil {
 				h.mu.RUnlock()
 				return metaapi.Inode{}, err
 			}
-			done = true
+			in, done = file.Inode(), true
 		}
 		h.mu.RUnlock()
 	}
-	var in metaapi.Inode
-	var err error
-	if done {
-		in, err = f.meta.Stat(ctx, ino)
-	} else {
-		in, err = f.meta.SetAttr(ctx, ino, metaapi.SetAttrReq{Mask: metaapi.SetSize, Size: size})
-	}
-	if err != nil {
-		return in, err
-	}
-	for _, h := range hs {
-		h.mu.Lock()
-		if !h.live {
-			if file, err := f.fs.OpenInode(ctx, in, nil); err == nil {
-				h.f.Store(file)
-			}
+	if !done {
+		if in, err = f.meta.SetAttr(ctx, ino, metaapi.SetAttrReq{Mask: metaapi.SetSize, Size: size}); err != nil {
+			return in, err
 		}
-		h.mu.Unlock()
 	}
+	f.noteInode(in)
 	return in, nil
 }

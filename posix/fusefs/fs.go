@@ -79,7 +79,7 @@ func (f *fileSystem) shutdown() {
 	f.mu.Unlock()
 	for _, h := range hs {
 		ctx, cancel := context.WithTimeout(context.Background(), f.opts.OpTimeout)
-		h.closeSession(ctx)
+		h.closeSession(ctx, f)
 		cancel()
 	}
 	f.stop()

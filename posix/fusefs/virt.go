@@ -139,7 +139,10 @@ func (f *fileSystem) virtEntries() []metaapi.DirEntry {
 type nativeBackend struct{ f *fileSystem }
 
 func (b nativeBackend) ReadAt(ctx context.Context, ino uint64, p []byte, off int64) (int, error) {
-	file := b.f.readerFor(ino, nil)
+	file, err := b.f.readerFor(ctx, ino)
+	if err != nil {
+		return 0, err
+	}
 	if file == nil {
 		return 0, syscall.EBADF
 	}

@@ -1,0 +1,130 @@
+// Package conformance checks the flyfs FUSE mount against POSIX behaviour
+// through real system calls on a live mount: errnos, renames, links,
+// permissions as another user, and a randomized exerciser against a model.
+// TestMain starts one in-process cluster (real Pebble and chunk engines) and
+// mounts it for the whole package; tests skip when FUSE is unusable here.
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/flyfs/flyfs/e2e/harness"
+	"github.com/flyfs/flyfs/posix/fusefs"
+)
+
+var (
+	mountDir   string // the shared mount
+	cluster    *harness.FSCluster
+	skipReason string
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(runHelper(os.Args[1:]))
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) (code int) {
+	os.Setenv("AWS_CA_BUNDLE", "")
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		skipReason = "no /dev/fuse: the conformance suite needs the fuse kernel module"
+		return m.Run()
+	}
+	scratch, err := os.MkdirTemp("", "flyfs-conformance-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(scratch)
+	tb := harness.NewBenchTB(filepath.Join(scratch, "cluster"))
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintln(os.Stderr, "conformance: setting up the cluster:", r)
+			code = 1
+		}
+		tb.Close()
+	}()
+	// Small chunks, so ordinary test sizes cross chunk boundaries.
+	cluster = harness.StartFS(tb, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 4, NoSync: true}, ChunkSize: 64 << 10})
+	// The mount point's parents must be searchable by the other user the
+	// permission tests run as.
+	mountDir = filepath.Join(scratch, "mnt")
+	os.Chmod(scratch, 0o755)
+	if err := os.Mkdir(mountDir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	mnt, err := fusefs.Mount(context.Background(), cluster.FS(), mountDir, fusefs.Options{AllowOther: true})
+	if err != nil {
+		if os.Getuid() != 0 {
+			skipReason = fmt.Sprintf("cannot mount FUSE as a non-root user here: %v", err)
+			return m.Run()
+		}
+		fmt.Fprintln(os.Stderr, "conformance: mount:", err)
+		return 1
+	}
+	defer func() {
+		if err := mnt.Unmount(); err != nil {
+			fmt.Fprintln(os.Stderr, "conformance: unmount:", err)
+			code = 1
+		}
+	}()
+	return m.Run()
+}
+
+// dir returns a fresh directory in the mount for one test.
+func dir(t *testing.T) string {
+	t.Helper()
+	if skipReason != "" {
+		t.Skip(skipReason)
+	}
+	d, err := os.MkdirTemp(mountDir, t.Name()+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// errnoOf returns the errno in err (0 for nil, 0xffff for an error
+// without one).
+func errnoOf(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	return 0xffff
+}
+
+// wantErrno fails unless err carries want.
+func wantErrno(t *testing.T, what string, err error, want syscall.Errno) {
+	t.Helper()
+	if got := errnoOf(err); got != want {
+		t.Errorf("%s: got %v (%v), want %v", what, got, err, want)
+	}
+}
+
+func mustWrite(t *testing.T, p string, data string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustRead(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
