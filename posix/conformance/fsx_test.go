@@ -38,7 +38,7 @@ func TestFsx(t *testing.T) {
 }
 
 const (
-	fsxMaxSize = 3 << 20  // offsets stay below this (chunks are 64 KiB)
+	fsxMaxSize = 3 << 20   // offsets stay below this (chunks are 64 KiB)
 	fsxMaxIO   = 256 << 10 // the largest single read or write
 )
 
