@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func startGW(t testing.TB) *liveGW {
 	t.Setenv("AWS_CA_BUNDLE", "")
 	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 4}, ChunkSize: 1 << 20})
 	gw, err := New(Config{FS: c.FS(), KV: c.KV, RootAccessKey: rootAK, RootSecretKey: rootSK, Domains: []string{"localhost"},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,4 +174,12 @@ func TestLiveBasics(t *testing.T) {
 	if strings.Contains(l.url, "localhost") {
 		t.Fatal("unreachable")
 	}
+}
+
+// testLogger discards the gateway's logs unless FLYFS_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("FLYFS_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }

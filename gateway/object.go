@@ -876,8 +876,14 @@ func (g *Gateway) renameObject(w http.ResponseWriter, r *http.Request, rc *reqCt
 	if src.dir != dst.dir {
 		return errCode("InvalidArgument", "A key ending in '/' (a directory) can only be renamed to another key ending in '/'.")
 	}
-	sin, som, err := g.statPath(ctx, src)
-	if err != nil {
+	var sin metaapi.Inode
+	var som *objectMeta
+	if src.dir {
+		// Any directory moves, implicit or not: its objects are what count.
+		if sin, err = g.meta.Resolve(ctx, src.path(), false); err != nil || sin.Type != metaapi.TypeDir {
+			return errCode("NoSuchKey", "")
+		}
+	} else if sin, som, err = g.statPath(ctx, src); err != nil {
 		return err
 	}
 	if err := checkReadConditions(r.Header, etagFor(sin, som), time.Unix(0, sin.Mtime), "X-Amz-Rename-Source-"); err != nil {
