@@ -137,7 +137,7 @@ func Mount(ctx context.Context, fs *client.FS, mountpoint string, opts Options) 
 		return nil, fmt.Errorf("fusefs: mount %s: %w", dir, err)
 	}
 	if opts.ReadAheadKB > 0 {
-		if err := setReadAhead(dir, opts.ReadAheadKB); err != nil {
+		if err := SetReadAhead(dir, opts.ReadAheadKB); err != nil {
 			opts.Log.Info("fusefs: read-ahead left at the kernel default", "err", err)
 		}
 	}

@@ -20,10 +20,10 @@ func mountDev(dir string) uint64 {
 func devMajor(dev uint64) uint64 { return (dev>>8)&0xfff | (dev>>32)&^0xfff }
 func devMinor(dev uint64) uint64 { return dev&0xff | (dev>>12)&^0xff }
 
-// setReadAhead raises the mount's read-ahead window: the kernel caps what
+// SetReadAhead raises the mount's read-ahead window: the kernel caps what
 // FUSE negotiates at 128 KiB, and sequential reads of big files want more
 // requests in flight than that.
-func setReadAhead(dir string, kb int) error {
+func SetReadAhead(dir string, kb int) error {
 	dev := mountDev(dir)
 	if dev == 0 {
 		return fmt.Errorf("stat %s failed", dir)
