@@ -33,12 +33,19 @@ func (s *Server) runGC(ctx context.Context, interval time.Duration, batch int) {
 			}
 			continue
 		}
+		var done []ns.Removed
 		for _, r := range removed {
-			if err := s.reclaim(ctx, r); err != nil && ctx.Err() == nil {
-				// The inode is gone from the queue: these chunks leak until a
-				// storage-side orphan scan (not built yet) finds them.
-				s.log.Error("gc: chunks of a removed file could not be deleted", "inode", r.Ino, "err", err)
+			if err := s.reclaim(ctx, r); err != nil {
+				if ctx.Err() == nil {
+					// The claim expires and the file is due again: retried.
+					s.log.Warn("gc: chunks of a removed file could not be deleted yet", "inode", r.Ino, "err", err)
+				}
+				continue
 			}
+			done = append(done, r)
+		}
+		if err := s.ns.GCDone(ctx, done); err != nil && ctx.Err() == nil {
+			s.log.Warn("gc done", "err", err) // claims expire: redone later
 		}
 	}
 }

@@ -128,8 +128,9 @@ func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
 				return nil
 			}
 			ino := id(k, 14)
+			// A claimed entry sits at its claim's due time, not its removal time.
 			if e.Ino != ino || int(rest[1]) != int(ino%gcShards) ||
-				int64(binary.BigEndian.Uint64(rest[2:10])) != e.RemovedAt {
+				(e.Claimed == 0 && int64(binary.BigEndian.Uint64(rest[2:10])) != e.RemovedAt) {
 				*bad = append(*bad, fmt.Sprintf("gc entry %x does not match its value %+v", rest, e))
 			}
 			if _, dup := st.gc[ino]; dup {

@@ -14,6 +14,7 @@ type gcEntry struct {
 	Ino       uint64    `cbor:"1,keyasint,omitempty"`
 	Type      InodeType `cbor:"2,keyasint,omitempty"`
 	RemovedAt int64     `cbor:"3,keyasint,omitempty"`
+	Claimed   int64     `cbor:"4,keyasint,omitempty"` // handed to a worker at (unix ns); due again after GCClaim
 }
 
 // Removed is a file that GC reclaimed: its inode is gone and the caller
@@ -25,6 +26,9 @@ type Removed struct {
 	Length     uint64 `cbor:"3,keyasint,omitempty"`
 	StripeHint uint32 `cbor:"4,keyasint,omitempty"`
 	RemovedAt  int64  `cbor:"5,keyasint,omitempty"`
+	// Claim is the queue key that holds the file while the worker deletes
+	// its chunks; GCDone clears it and deletes the inode.
+	Claim []byte `cbor:"6,keyasint,omitempty"`
 }
 
 // queueGC puts a removed inode (nlink 0) into the GC queue.
@@ -170,8 +174,11 @@ func (o *op) expandDir(key []byte, ent *gcEntry) error {
 	return nil
 }
 
-// reclaimFile deletes a removed file's inode and returns what the caller needs
-// to delete its chunks.
+// reclaimFile claims a removed file for the calling worker and returns what
+// it needs to delete the chunks. The inode stays (nlink 0) and the queue
+// entry moves to become due again GCClaim from now, so a worker that crashes
+// before GCDone only delays reclaiming: another worker takes the file then
+// (deleting chunks twice is harmless).
 func (o *op) reclaimFile(key []byte, ent *gcEntry) (*Removed, error) {
 	o.tx.Clear(key)
 	in, err := o.inode(ent.Ino)
@@ -188,8 +195,63 @@ func (o *op) reclaimFile(key []byte, ent *gcEntry) (*Removed, error) {
 	if err != nil || busy {
 		return nil, err // its last Close queues it again
 	}
-	o.deleteInode(in)
-	return &Removed{Ino: in.ID, Layout: in.Layout, Length: in.Length, StripeHint: in.StripeHint, RemovedAt: ent.RemovedAt}, nil
+	claimed := *ent
+	claimed.Claimed = o.now
+	// Due at now+GCClaim: the queue is ordered by removal time and files are
+	// due GCGrace after it.
+	at := o.now + o.n.opts.GCClaim.Nanoseconds() - o.n.opts.GCGrace.Nanoseconds()
+	claim := gcKey(gcFile, in.ID, at)
+	o.tx.Set(claim, encode(&claimed))
+	return &Removed{Ino: in.ID, Layout: in.Layout, Length: in.Length, StripeHint: in.StripeHint, RemovedAt: ent.RemovedAt, Claim: claim}, nil
+}
+
+// GCDone finishes reclaiming files whose chunks the caller deleted: each
+// claim's queue entry goes and so does the inode. A claim that expired and
+// was taken by another worker is left to that worker; a file that got a
+// write session meanwhile (opened by inode) stays for its last Close.
+func (n *Namespace) GCDone(ctx context.Context, done []Removed) error {
+	for len(done) > 0 {
+		batch := done[:min(len(done), 64)]
+		done = done[len(batch):]
+		err := n.update(ctx, func(o *op) error {
+			for _, r := range batch {
+				if len(r.Claim) == 0 {
+					continue
+				}
+				v, found, err := o.tx.Get(o.ctx, r.Claim)
+				if err != nil {
+					return err
+				}
+				if !found {
+					continue // finished by another worker after our claim expired
+				}
+				var ent gcEntry
+				if err := decode(v, &ent); err != nil {
+					return err
+				}
+				o.tx.Clear(r.Claim)
+				in, err := o.inode(r.Ino)
+				if errors.Is(err, ErrNotExist) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				busy, err := o.hasSessions(in.ID)
+				if err != nil {
+					return err
+				}
+				if in.Nlink == 0 && !busy {
+					o.deleteInode(in)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("ns: gc done: %w", err)
+		}
+	}
+	return nil
 }
 
 // GCQueueLength returns how many entries the GC queue holds (due or not).

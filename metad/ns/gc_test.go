@@ -1,6 +1,7 @@
 package ns
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"syscall"
@@ -102,6 +103,9 @@ func TestRemoveAllHugeTree(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if err := e.ns.GCDone(ctx, got); err != nil {
+			t.Fatal(err)
+		}
 		removed = append(removed, got...)
 		batches++
 		if batches == 20 {
@@ -157,6 +161,9 @@ func TestGCGraceAndSessions(t *testing.T) {
 	gc := func() map[uint64]bool {
 		got, err := e.ns.GCBatch(ctx, 100)
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.ns.GCDone(ctx, got); err != nil {
 			t.Fatal(err)
 		}
 		m := map[uint64]bool{}
@@ -270,6 +277,58 @@ func TestStatFSFolding(t *testing.T) {
 	after, _ := e.ns.StatFS(ctx)
 	if before != after || after.Inodes != 51 || after.Bytes != 49*50/2 || deltas != 0 {
 		t.Fatalf("before %+v, after %+v, %d deltas left", before, after, deltas)
+	}
+	mustFsck(t, e.db)
+}
+
+// TestGCClaimSurvivesAWorkerCrash: a worker that takes files from the queue
+// and dies before GCDone does not lose them: once its claim expires another
+// worker (another metad) gets the same files, and only GCDone deletes inodes.
+func TestGCClaimSurvivesAWorkerCrash(t *testing.T) {
+	clock := newClock()
+	opts := Options{GCGrace: time.Minute, GCClaim: 2 * time.Minute, Now: clock.Now}
+	e := newEnv(t, nil, opts)
+	other := e.another(opts)
+	r, err := e.create("/f", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.unlink("/f"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(61 * time.Second)
+	got, err := e.ns.GCBatch(ctx, 10)
+	if err != nil || len(got) != 1 || got[0].Ino != r.Inode.ID {
+		t.Fatalf("first worker got %+v (%v)", got, err)
+	}
+	// It crashes here. Within the claim nobody else gets the file.
+	if again, err := other.GCBatch(ctx, 10); err != nil || len(again) != 0 {
+		t.Fatalf("claimed file handed out again within the claim: %+v %v", again, err)
+	}
+	if _, err := e.ns.Stat(ctx, r.Inode.ID); err != nil {
+		t.Fatalf("inode gone before GCDone: %v", err)
+	}
+	mustFsck(t, e.db)
+	clock.Advance(2*time.Minute + time.Second)
+	again, err := other.GCBatch(ctx, 10)
+	if err != nil || len(again) != 1 || again[0].Ino != r.Inode.ID {
+		t.Fatalf("after the claim expired another worker got %+v (%v)", again, err)
+	}
+	// The crashed worker's late GCDone finds its claim gone and does nothing.
+	if err := e.ns.GCDone(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ns.Stat(ctx, r.Inode.ID); err != nil {
+		t.Fatalf("a stale GCDone deleted the inode another worker holds: %v", err)
+	}
+	if err := other.GCDone(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ns.Stat(ctx, r.Inode.ID); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("inode after GCDone: %v", err)
+	}
+	if n, _ := e.ns.GCQueueLength(ctx); n != 0 {
+		t.Fatalf("queue holds %d entries", n)
 	}
 	mustFsck(t, e.db)
 }

@@ -257,6 +257,9 @@ func drainGC(t testing.TB, n *Namespace) []Removed {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if err := n.GCDone(ctx, got); err != nil {
+			t.Fatal(err)
+		}
 		out = append(out, got...)
 		if len(got) > 0 {
 			continue

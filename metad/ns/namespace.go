@@ -20,6 +20,10 @@ type Options struct {
 	// GCExpandBatch is how many children of a removed directory one GC
 	// transaction detaches; 0 means 128.
 	GCExpandBatch int
+	// GCClaim is how long a GC worker owns the files GCBatch handed it: if
+	// it has not called GCDone by then (it crashed), the files become due
+	// again for any worker. Default 2 minutes.
+	GCClaim time.Duration
 	// ReadDirLimit is the page size of ReadDir with limit <= 0; 0 means 128.
 	ReadDirLimit int
 	// RootMode is the root directory's permission bits when New creates it;
@@ -43,6 +47,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.IdemTTL <= 0 {
 		o.IdemTTL = time.Hour
+	}
+	if o.GCClaim <= 0 {
+		o.GCClaim = 2 * time.Minute
 	}
 	if o.GCExpandBatch <= 0 {
 		o.GCExpandBatch = 128
