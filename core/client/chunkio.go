@@ -132,7 +132,6 @@ func (c *ChunkIO) Update(ctx context.Context, u Update) (storageapi.ChunkMeta, e
 	return meta, err
 }
 
-
 // Window is the in-flight window the file layer sends chunk pieces under.
 func (c *ChunkIO) Window() *Window { return c.window.Load() }
 

@@ -23,9 +23,9 @@ type HedgeConfig struct {
 	// held to at most 4× the median, so that a replica that answers every
 	// read slowly cannot drag the threshold up to its own latency.
 	Percentile float64
-	// Budget is the largest share of reads that may be hedged (default 0.5;
-	// bursts of up to 32 hedges). If every replica is slow, hedging doubles
-	// load for nothing; the budget keeps that bounded.
+	// Budget is the largest share of reads that may be hedged (default 0.1,
+	// with bursts of up to 32 hedges). Under CPU or disk contention every
+	// replica's tail is long and hedges only add load; the budget bounds it.
 	Budget float64
 }
 
@@ -43,7 +43,7 @@ func (c HedgeConfig) withDefaults() HedgeConfig {
 		c.Percentile = 0.95
 	}
 	if c.Budget <= 0 {
-		c.Budget = 0.5
+		c.Budget = 0.1
 	}
 	return c
 }

@@ -1,0 +1,5 @@
+package clientbench
+
+import "runtime"
+
+var numCPU = runtime.NumCPU()
