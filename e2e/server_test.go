@@ -22,7 +22,7 @@ func TestServerProcessAndAdminFsck(t *testing.T) {
 	dir := t.TempDir()
 	mgmtd, metad := freeAddr(t), freeAddr(t)
 	start := func() *proc {
-		p := startProc(t, bin, filepath.Join(dir, "server.log"), "server", "--data", dir, "--mgmtd-addr", mgmtd, "--metad-addr", metad, "--chains", "4")
+		p := startProc(t, bin, filepath.Join(dir, "server.log"), "server", "--data", dir, "--mgmtd-addr", mgmtd, "--metad-addr", metad, "--chains", "4", "--console-addr", "127.0.0.1:0")
 		waitListening(t, metad)
 		return p
 	}

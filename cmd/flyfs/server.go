@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
 
+	"github.com/flyfs/flyfs/console"
 	"github.com/flyfs/flyfs/core/api/mgmtdapi"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/kv"
@@ -36,6 +39,10 @@ type serverOptions struct {
 	chains    int
 	token     string
 	noSync    bool
+	// Front ends; an empty address turns one off.
+	consoleAddr string
+	s3Addr      string
+	mountpoint  string
 }
 
 func serverCmd() *cobra.Command {
@@ -70,6 +77,7 @@ and the console join this process as their issues land.`,
 	f.IntVar(&o.chains, "chains", 8, "chains created on the first start")
 	f.StringVar(&o.token, "token", "", "cluster token every peer must present")
 	f.BoolVar(&o.noSync, "no-sync", false, "acknowledge writes before they reach the disk")
+	f.StringVar(&o.consoleAddr, "console-addr", "127.0.0.1:9400", "address of the admin console (empty: no console)")
 	return cmd
 }
 
@@ -168,8 +176,22 @@ func runServer(ctx context.Context, o serverOptions, out interface{ Write([]byte
 	for i, a := range storageAddrs {
 		fmt.Fprintf(out, "  storaged  %s (node %d, %s)\n", a, i+1, filepath.Join(o.dataDir, fmt.Sprintf("disk%d", i)))
 	}
+	// The front ends share one client of the cluster.
+	dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
+	fs, err := client.Dial(dctx, client.Config{Mgmtd: mgmtdAddrs, Token: o.token, Logger: log})
+	dcancel()
+	if err != nil {
+		return fmt.Errorf("connect the front ends: %w", err)
+	}
+	defer fs.Close()
+	if o.consoleAddr != "" {
+		stopConsole, err := serveConsole(ctx, o, db, fs, mgmtdAddrs, out, log)
+		if err != nil {
+			return err
+		}
+		defer stopConsole()
+	}
 	fmt.Fprintf(out, "  try: flyfs admin --mgmtd %s chains\n", mgmtdAddrs[0])
-	fmt.Fprintln(out, "  not built yet: FUSE mount, S3 gateway, console (they join as their issues land)")
 	<-ctx.Done()
 	log.Info("shutting down")
 	return nil
@@ -221,4 +243,35 @@ func clusterID(ctx context.Context, db *kv.DB) (id string, fresh bool, err error
 		return "", false, errors.Join(errors.New("read cluster id"), err)
 	}
 	return id, fresh, nil
+}
+
+// serveConsole serves the admin console on o.consoleAddr, creating (and
+// printing once) an admin access key when the store has none.
+func serveConsole(ctx context.Context, o serverOptions, db *kv.DB, fs *client.FS, mgmtds []string, out io.Writer, log *slog.Logger) (func(), error) {
+	keys := console.KVKeys{DB: db}
+	k, created, err := console.EnsureAdminKey(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("console access keys: %w", err)
+	}
+	l, err := net.Listen("tcp", o.consoleAddr)
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	con, err := console.New(console.Config{Mgmtd: mgmtds, Token: o.token, FS: fs, Keys: keys, Advertise: l.Addr().String(), Logger: log})
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	srv := &http.Server{Handler: con, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l)
+	fmt.Fprintf(out, "  console   http://%s/\n", l.Addr())
+	if created {
+		fmt.Fprintf(out, "            admin access key %s, secret %s (shown only now)\n", k.AccessKey, k.Secret)
+	}
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		con.Close()
+	}, nil
 }
