@@ -13,6 +13,7 @@ build:
 # The whole suite: vet, then every test with the race detector (the shared-state
 # packages are the point of it), including the real-etcd and Pebble crash tests.
 test:
+	./scripts/test-deps.sh
 	$(GO) vet ./...
 	$(GO) test -race -timeout 25m ./...
 
