@@ -114,6 +114,11 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (rows []Row, err error) {
 		if wr[k], err = seqWrite(paths[k], cfg.Size); err != nil {
 			return nil, fmt.Errorf("%s write: %w", k, err)
 		}
+		// Cold caches all the way down: the file's own pages and those of
+		// whatever holds it (the local file under the loopback mount, the
+		// chunk engine's files under flyfs).
+		below := map[string]string{"flyfs": filepath.Join(dir, "cluster"), "loopback": filepath.Join(local, "seqloop"), "local": paths["local"]}
+		dropTree(below[k])
 		if rd[k], err = seqRead(paths[k], cfg.Size); err != nil {
 			return nil, fmt.Errorf("%s read: %w", k, err)
 		}
@@ -250,6 +255,16 @@ func seqRead(p string, size int64) (float64, error) {
 		return 0, fmt.Errorf("read %d bytes, wrote %d", total, size)
 	}
 	return mibps(size, time.Since(start)), nil
+}
+
+// dropTree drops the cached pages of every file under root.
+func dropTree(root string) {
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			dropCache(p)
+		}
+		return nil
+	})
 }
 
 func dropCache(p string) {

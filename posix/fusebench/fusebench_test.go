@@ -66,7 +66,7 @@ func TestRunSmall(t *testing.T) {
 func BenchmarkFuse(b *testing.B) {
 	skipWithoutFuse(b)
 	for range b.N {
-		if _, err := Run(context.Background(), Config{Size: sizeFromEnv(2 << 30)}, os.Stdout); err != nil {
+		if _, err := Run(context.Background(), Config{Size: sizeFromEnv(2 << 30), NoSync: os.Getenv("FLYFS_BENCH_NOSYNC") != ""}, os.Stdout); err != nil {
 			b.Fatal(err)
 		}
 	}

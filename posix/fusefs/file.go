@@ -22,7 +22,9 @@ import (
 type handle struct {
 	id    uint64
 	ino   uint64
+	oi    *openInode
 	write bool
+	sync  bool // O_SYNC, O_DSYNC or O_DIRECT: no write-behind
 	creds client.Creds
 
 	mu    sync.RWMutex // read-locked around writes, locked to end or reopen the session
@@ -41,6 +43,7 @@ type openInode struct {
 	handles map[*handle]struct{}
 	inode   metaapi.Inode
 	reader  *client.File
+	q       queue // write-behind
 }
 
 // openFlags is what metad needs of open(2)'s flags.
@@ -50,8 +53,8 @@ func openFlags(flags uint32) int {
 
 func isWrite(flags uint32) bool { return int(flags)&syscall.O_ACCMODE != syscall.O_RDONLY }
 
-func (f *fileSystem) addHandle(in metaapi.Inode, file *client.File, write bool, c client.Creds) *handle {
-	h := &handle{ino: in.ID, write: write, creds: c}
+func (f *fileSystem) addHandle(in metaapi.Inode, file *client.File, write bool, flags uint32, c client.Creds) *handle {
+	h := &handle{ino: in.ID, write: write, creds: c, sync: flags&(syscall.O_SYNC|syscall.O_DSYNC|syscall.O_DIRECT) != 0}
 	h.live.Store(write)
 	h.f.Store(file)
 	f.mu.Lock()
@@ -62,8 +65,10 @@ func (f *fileSystem) addHandle(in metaapi.Inode, file *client.File, write bool, 
 	oi := f.opened[in.ID]
 	if oi == nil {
 		oi = &openInode{handles: map[*handle]struct{}{}}
+		oi.q.init()
 		f.opened[in.ID] = oi
 	}
+	h.oi = oi
 	oi.handles[h] = struct{}{}
 	f.noteInodeLocked(oi, in)
 	return h
@@ -85,7 +90,7 @@ func (f *fileSystem) noteInodeLocked(oi *openInode, in metaapi.Inode) {
 
 // sizeLocked is the largest length this mount knows for an open inode.
 func sizeLocked(oi *openInode) uint64 {
-	size := oi.inode.Length
+	size := max(oi.inode.Length, oi.q.queuedEnd())
 	for h := range oi.handles {
 		if h.write && h.live.Load() {
 			size = max(size, h.f.Load().Size())
@@ -143,6 +148,13 @@ func (f *fileSystem) readerFor(ctx context.Context, ino uint64) (*client.File, e
 	}
 	oi.reader = r
 	return r, nil
+}
+
+// openOf returns the open state of ino (nil if not open here).
+func (f *fileSystem) openOf(ino uint64) *openInode {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.opened[ino]
 }
 
 // writer returns an open write handle of ino, or nil.
@@ -256,7 +268,7 @@ func (f *fileSystem) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Ope
 	if err != nil {
 		return f.status(ctx, "open", err)
 	}
-	h := f.addHandle(ino, file, session != nil, c)
+	h := f.addHandle(ino, file, session != nil, in.Flags, c)
 	out.Fh = h.id
 	if f.keepCache(ino) {
 		out.OpenFlags |= fuse.FOPEN_KEEP_CACHE
@@ -287,7 +299,7 @@ func (f *fileSystem) Create(cancel <-chan struct{}, in *fuse.CreateIn, name stri
 	if err != nil {
 		return f.status(ctx, "create", err)
 	}
-	h := f.addHandle(ino, file, session != nil, c)
+	h := f.addHandle(ino, file, session != nil, in.Flags, c)
 	f.keepCache(ino)
 	f.fillEntry(ino, &out.EntryOut)
 	out.OpenOut.Fh = h.id
@@ -329,6 +341,7 @@ func (f *fileSystem) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (
 	if h == nil {
 		return nil, fuse.EBADF
 	}
+	h.oi.q.wait() // this mount's queued writes first
 	ctx, done := f.ctx(cancel)
 	defer done()
 	file, err := f.readerFor(ctx, h.ino)
@@ -347,24 +360,51 @@ func (f *fileSystem) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte
 	if h == nil || !h.write {
 		return 0, fuse.EBADF
 	}
+	off := int64(in.Offset)
+	if uint64(off)+uint64(len(data)) > metaapi.MaxFileSize {
+		return 0, fuse.Status(syscall.EFBIG)
+	}
 	ctx, done := f.ctx(cancel)
 	defer done()
-	n, err := h.writeAt(ctx, f, data, int64(in.Offset))
+	if !h.sync {
+		if err := f.writeBehind(h, data, off); err != nil {
+			return 0, f.status(ctx, "write", err)
+		}
+		return uint32(len(data)), fuse.OK
+	}
+	n, err := f.writeThrough(ctx, h, data, off)
 	if err != nil {
 		return 0, f.status(ctx, "write", err)
 	}
 	return uint32(n), fuse.OK
 }
 
+// writeThrough writes and waits for storage, in order with queued writes.
+func (f *fileSystem) writeThrough(ctx context.Context, h *handle, data []byte, off int64) (int, error) {
+	r, err := h.oi.q.begin(uint64(off), uint64(off)+uint64(len(data)))
+	if err != nil {
+		return 0, err
+	}
+	n, err := h.writeAt(ctx, f, data, off)
+	h.oi.q.done(r, nil)
+	return n, err
+}
+
 // Flush runs on every close(2): a handle that wrote ends its session here,
 // so the data and length are settled when close returns.
 func (f *fileSystem) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
 	h := f.handle(in.Fh)
-	if h == nil || !h.write || !h.dirty.Load() {
+	if h == nil || !h.write {
 		return fuse.OK
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
+	if err := h.oi.q.drain(); err != nil {
+		return f.status(ctx, "write", err)
+	}
+	if !h.dirty.Load() {
+		return fuse.OK
+	}
 	ino, err := h.closeSession(ctx, f)
 	if err != nil {
 		return f.status(ctx, "close", err)
@@ -382,6 +422,9 @@ func (f *fileSystem) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
+	if err := h.oi.q.drain(); err != nil {
+		return f.status(ctx, "write", err)
+	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if !h.live.Load() {
@@ -398,6 +441,9 @@ func (f *fileSystem) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 	if h.write {
 		ctx, done := f.ctx(cancel)
 		defer done()
+		if err := h.oi.q.drain(); err != nil {
+			f.opts.Log.Warn("fusefs: a queued write failed and no close reported it", "ino", h.ino, "err", err)
+		}
 		if _, err := h.closeSession(ctx, f); err != nil {
 			f.opts.Log.Warn("fusefs: closing a write session on release failed", "ino", h.ino, "err", err)
 		}
@@ -433,7 +479,8 @@ func (f *fileSystem) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fus
 func (f *fileSystem) truncate(ctx context.Context, ino uint64, size uint64) (metaapi.Inode, error) {
 	f.mu.Lock()
 	var hs []*handle
-	if oi := f.opened[ino]; oi != nil {
+	oi := f.opened[ino]
+	if oi != nil {
 		for h := range oi.handles {
 			if h.write {
 				hs = append(hs, h)
@@ -441,6 +488,9 @@ func (f *fileSystem) truncate(ctx context.Context, ino uint64, size uint64) (met
 		}
 	}
 	f.mu.Unlock()
+	if oi != nil {
+		oi.q.wait() // queued writes land before the cut
+	}
 	var in metaapi.Inode
 	var err error
 	done := false

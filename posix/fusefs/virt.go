@@ -139,6 +139,9 @@ func (f *fileSystem) virtEntries() []metaapi.DirEntry {
 type nativeBackend struct{ f *fileSystem }
 
 func (b nativeBackend) ReadAt(ctx context.Context, ino uint64, p []byte, off int64) (int, error) {
+	if oi := b.f.openOf(ino); oi != nil {
+		oi.q.wait()
+	}
 	file, err := b.f.readerFor(ctx, ino)
 	if err != nil {
 		return 0, err
@@ -154,7 +157,7 @@ func (b nativeBackend) WriteAt(ctx context.Context, ino uint64, p []byte, off in
 	if h == nil {
 		return 0, syscall.EBADF
 	}
-	n, err := h.writeAt(ctx, b.f, p, off)
+	n, err := b.f.writeThrough(ctx, h, p, off)
 	if n > 0 && b.f.srv != nil {
 		// The kernel's cached pages and size of this range are stale now.
 		b.f.srv.InodeNotify(ino, off, int64(n))
