@@ -20,12 +20,15 @@ import (
 
 // WindowConfig bounds and tunes a Window. Zero fields take defaults.
 type WindowConfig struct {
-	Min   int // floor (default 4)
+	// Min is the floor (default 16: as many as a typical reader pool, so
+	// independent small reads never queue behind each other for slots).
+	Min   int
 	Max   int // ceiling (default 64)
-	Start int // initial size (default 8)
+	Start int // initial size (default 16)
 	// Tolerance: a class of requests whose smoothed latency exceeds
 	// Tolerance × its baseline (and the baseline by more than Slack) is
-	// congested (default 2.5, Slack 1 ms: loopback jitter is not congestion).
+	// congested (default 2.5, Slack 5 ms: CPU scheduling jitter on a busy
+	// machine is several milliseconds and is not congestion).
 	Tolerance float64
 	Slack     time.Duration
 	// Fixed makes the window a plain semaphore of Start slots.
@@ -40,7 +43,7 @@ func (c WindowConfig) withDefaults() WindowConfig {
 		c.Min, c.Max = c.Start, c.Start
 	}
 	if c.Min <= 0 {
-		c.Min = 4
+		c.Min = 16
 	}
 	if c.Max <= 0 {
 		c.Max = 64
@@ -49,14 +52,14 @@ func (c WindowConfig) withDefaults() WindowConfig {
 		c.Max = c.Min
 	}
 	if c.Start <= 0 {
-		c.Start = 8
+		c.Start = 16
 	}
 	c.Start = min(max(c.Start, c.Min), c.Max)
 	if c.Tolerance <= 1 {
 		c.Tolerance = 2.5
 	}
 	if c.Slack <= 0 {
-		c.Slack = time.Millisecond
+		c.Slack = 5 * time.Millisecond
 	}
 	return c
 }

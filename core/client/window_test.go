@@ -55,7 +55,7 @@ func TestWindowGrowsWhileLatencyHolds(t *testing.T) {
 }
 
 func TestWindowIdleDoesNotGrow(t *testing.T) {
-	f := newFeeder(WindowConfig{Start: 8})
+	f := newFeeder(WindowConfig{Min: 4, Start: 8})
 	for range 200 {
 		f.now = f.now.Add(time.Millisecond)
 		f.a.observe(Sample{At: f.now, Latency: time.Millisecond, Outcome: OutcomeOK, InFlight: 1})

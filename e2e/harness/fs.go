@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flyfs/flyfs/core/api/mgmtdapi"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/kv/pebblekv"
@@ -111,7 +112,35 @@ func StartFS(tb TB, cfg FSConfig) *FSCluster {
 			tb.Fatal(err)
 		}
 	}
+	c.waitMetadRegistered(len(c.Metads))
 	return c
+}
+
+// waitMetadRegistered waits until mgmtd lists n live metad, so that clients
+// dialed next discover all of them.
+func (c *FSCluster) waitMetadRegistered(n int) {
+	m := client.NewMgmtd(c.RPCClient("harness"), c.MgmtdAddrs())
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		resp, err := m.Services(ctx, mgmtdapi.KindMetad)
+		cancel()
+		alive := 0
+		if err == nil {
+			for _, s := range resp.Services {
+				if s.Alive {
+					alive++
+				}
+			}
+		}
+		if alive >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.tb.Fatalf("only %d of %d metad registered with mgmtd (%v)", alive, n, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // StartMetad starts metad i (again) on its address.
