@@ -19,7 +19,7 @@ func TestRunPrintsTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 9 {
+	if len(rows) != 10 {
 		t.Fatalf("%d rows:\n%s", len(rows), out.String())
 	}
 	for _, want := range []string{"create+close, one directory", "stat", "readdir of 300", "sequential read, 3 replicas"} {
