@@ -28,7 +28,6 @@ type FS struct {
 	chunks   *ChunkIO
 	routing  routing.Source
 	clientID uint64
-	parallel int // chunk pieces in flight per call
 	cache    *inodeCache
 	// MetaRetry bounds how long a metadata call keeps trying while no metad
 	// answers (a restart, a failover); the caller's deadline can cut it short.
@@ -45,7 +44,7 @@ func (fs *FS) SetInodeTTL(d time.Duration) { fs.cache = newInodeCache(d, 1<<20) 
 
 // NewFS returns an FS over the metad addresses, routing and an rpc client.
 func NewFS(src routing.Source, rc *rpc.Client, metadAddrs []string, chunks *ChunkIO) *FS {
-	fs := &FS{rc: rc, chunks: chunks, routing: src, clientID: chunks.clientID, parallel: 8,
+	fs := &FS{rc: rc, chunks: chunks, routing: src, clientID: chunks.clientID,
 		cache: newInodeCache(DefaultInodeTTL, 1<<20), MetaRetry: 10 * time.Second}
 	fs.setMetad(metadAddrs)
 	return fs
