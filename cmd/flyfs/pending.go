@@ -24,7 +24,6 @@ type pendingRole struct {
 }
 
 var pendingRoles = []pendingRole{
-	{"gateway", "Run the S3-compatible gateway over the namespace", "the S3 issue (#7)"},
 }
 
 func pendingCmd(r pendingRole) *cobra.Command {

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/flyfs/flyfs/core/client"
+	"github.com/flyfs/flyfs/core/kv/kvopen"
+	"github.com/flyfs/flyfs/gateway"
+	"github.com/spf13/cobra"
+)
+
+func init() { extraCommands = append(extraCommands, gatewayCmd()) }
+
+type gatewayOptions struct {
+	mgmtd     []string
+	token     string
+	s3Addr    string
+	dataDir   string
+	kvc       kvopen.Config
+	accessKey string
+	secretKey string
+	region    string
+	domains   []string
+}
+
+func gatewayCmd() *cobra.Command {
+	var o gatewayOptions
+	cmd := &cobra.Command{
+		Use:   "gateway --mgmtd ADDR [--s3-addr 127.0.0.1:9300]",
+		Short: "Run the S3-compatible gateway over the namespace",
+		Long: `Serve the cluster's namespace over the S3 API: a bucket is a top-level directory,
+an object key the path below it (docs/s3-mapping.md).
+
+Access keys live in a KV store (--kv; with etcd or fdb it is the cluster's
+own store, so every gateway sees the same keys; with pebble a store of this
+gateway's own under --data). The root key comes from --access-key/--secret-key
+(FLYFS_ACCESS_KEY/FLYFS_SECRET_KEY); without them one is generated on the first
+start, printed once, and kept in the store. Manage further keys with
+'flyfs admin keys --endpoint http://<s3-addr>' signed by the root key.
+
+Metrics: GET /_flyfs/metrics on the same address.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runGateway(ctx, o, cmd)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.mgmtd, "mgmtd", nil, "cluster manager address(es), comma separated (required)")
+	f.StringVar(&o.token, "token", "", "cluster token")
+	f.StringVar(&o.s3Addr, "s3-addr", "127.0.0.1:9300", "address to serve S3 on")
+	f.StringVar(&o.dataDir, "data", "flyfs-gateway", "pebble: directory of the access-key store")
+	addKVFlags(f, &o.kvc)
+	f.StringVar(&o.accessKey, "access-key", "", "root access key (env FLYFS_ACCESS_KEY); empty: generated on the first start")
+	f.StringVar(&o.secretKey, "secret-key", "", "root secret key (env FLYFS_SECRET_KEY)")
+	f.StringVar(&o.region, "region", "us-east-1", "region the gateway reports")
+	f.StringSliceVar(&o.domains, "domain", nil, "domains for virtual-host-style addressing (<bucket>.<domain>)")
+	return cmd
+}
+
+func runGateway(ctx context.Context, o gatewayOptions, cmd *cobra.Command) error {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if len(o.mgmtd) == 0 {
+		return errors.New("--mgmtd is required")
+	}
+	if o.kvc.Engine == "" || o.kvc.Engine == "pebble" {
+		o.kvc.Dir = filepath.Join(o.dataDir, "keys")
+		if err := os.MkdirAll(o.kvc.Dir, 0o700); err != nil {
+			return err
+		}
+	}
+	db, err := kvopen.Open(ctx, o.kvc)
+	if err != nil {
+		return fmt.Errorf("access-key store: %w", err)
+	}
+	defer db.Close()
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	fs, err := client.Dial(dctx, client.Config{Mgmtd: o.mgmtd, Token: o.token, Logger: log})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("reach the cluster at %v: %w", o.mgmtd, err)
+	}
+	defer fs.Close()
+	gw, err := gateway.New(gateway.Config{FS: fs, KV: db, RootAccessKey: o.accessKey, RootSecretKey: o.secretKey,
+		Region: o.region, Domains: o.domains, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer gw.Close()
+	l, err := net.Listen("tcp", o.s3Addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 30 * time.Second}
+	ak, _ := gw.RootKey()
+	fmt.Fprintf(cmd.OutOrStdout(), "s3 gateway listening on http://%s (root access key %s)\n", l.Addr(), ak)
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
