@@ -85,25 +85,17 @@ func (f *fileSystem) shutdown() {
 	f.stop()
 }
 
-// ctx bounds one operation by the op timeout and by the kernel's interrupt
-// (a signal to the calling process).
+// ctx bounds one operation by the op timeout. The kernel's interrupts are
+// not honoured: Go programs get signals all the time (goroutine preemption),
+// and a close(2) or write(2) failing with EINTR because of one breaks them; a
+// process that is killed leaves the call anyway, and the op timeout bounds
+// everything else.
 func (f *fileSystem) ctx(cancel <-chan struct{}) (context.Context, context.CancelFunc) {
-	ctx, stop := context.WithTimeout(f.base, f.opts.OpTimeout)
-	if cancel == nil {
-		return ctx, stop
-	}
-	go func() {
-		select {
-		case <-cancel:
-			stop()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, stop
+	return context.WithTimeout(f.base, f.opts.OpTimeout)
 }
 
 // status maps an error to the errno the caller sees: the errno the cluster
-// sent, EIO past the op timeout or on anything else, EINTR if interrupted.
+// sent, EIO past the op timeout or on anything else.
 func (f *fileSystem) status(ctx context.Context, op string, err error) fuse.Status {
 	if err == nil {
 		return fuse.OK
@@ -116,8 +108,6 @@ func (f *fileSystem) status(ctx context.Context, op string, err error) fuse.Stat
 		return fuse.Status(e)
 	}
 	switch {
-	case errors.Is(err, context.Canceled) && ctx.Err() == context.Canceled && f.base.Err() == nil:
-		return fuse.EINTR
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded:
 		f.opts.Log.Warn("fusefs: operation timed out", "op", op, "timeout", f.opts.OpTimeout, "err", err)
 		return fuse.EIO
