@@ -3,6 +3,7 @@ package fusefs
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"syscall"
 
@@ -99,6 +100,13 @@ func (f *fileSystem) ctx(cancel <-chan struct{}) (context.Context, context.Cance
 func (f *fileSystem) status(ctx context.Context, op string, err error) fuse.Status {
 	if err == nil {
 		return fuse.OK
+	}
+	// A network failure carries an errno of the connection (ECONNREFUSED,
+	// ECONNRESET...), which is not the file's: the caller sees EIO.
+	var ne *net.OpError
+	if errors.As(err, &ne) || ctx.Err() != nil {
+		f.opts.Log.Warn("fusefs: the cluster did not answer", "op", op, "err", err)
+		return fuse.EIO
 	}
 	if e := client.Errno(err); e != 0 {
 		return fuse.Status(e)

@@ -76,3 +76,71 @@ func TestMountBasics(t *testing.T) {
 	}
 	t.Logf("4 MiB write+read in %v", time.Since(start))
 }
+
+// TestClusterGoneFailsBounded: with the cluster's services down, calls
+// through the mount fail with EIO after the op timeout instead of hanging,
+// and work again once the services are back.
+func TestClusterGoneFailsBounded(t *testing.T) {
+	c, m := mountCluster(t, Options{OpTimeout: 2 * time.Second, AttrTimeout: -1, EntryTimeout: -1})
+	d := m.Dir()
+	p := filepath.Join(d, "f")
+	if err := os.WriteFile(p, bytes.Repeat([]byte("x"), 3<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.KillMetad(0)
+	c.Kill(0)
+	// Each call must end on its own; the watchdog only turns a hang into a
+	// failure instead of the package timeout.
+	bounded := func(what string, op func() error) error {
+		t.Helper()
+		ch := make(chan error, 1)
+		go func() { ch <- op() }()
+		select {
+		case err := <-ch:
+			return err
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s hangs with the cluster gone", what)
+			return nil
+		}
+	}
+	if err := bounded("stat", func() error { _, err := os.Stat(p); return err }); !errors.Is(err, syscall.EIO) {
+		t.Errorf("stat with metad gone: %v, want EIO", err)
+	}
+	if err := bounded("create", func() error { return os.WriteFile(filepath.Join(d, "g"), []byte("y"), 0o644) }); !errors.Is(err, syscall.EIO) {
+		t.Errorf("create with metad gone: %v, want EIO", err)
+	}
+	if err := c.StartMetad(0); err != nil {
+		t.Fatal(err)
+	}
+	// Metadata is back, storage is not: reading data fails with EIO.
+	err := bounded("read", func() error {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = f.ReadAt(make([]byte, 4096), 1<<20)
+		return err
+	})
+	if !errors.Is(err, syscall.EIO) {
+		t.Errorf("read with storage gone: %v, want EIO", err)
+	}
+	if err := c.Start(0); err != nil {
+		t.Fatal(err)
+	}
+	// Recovery: the same calls work again once the services are back.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := os.ReadFile(p)
+		if err == nil && len(got) == 3<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the mount did not recover: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := os.WriteFile(filepath.Join(d, "g"), []byte("y"), 0o644); err != nil {
+		t.Fatalf("create after recovery: %v", err)
+	}
+}

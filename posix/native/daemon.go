@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -398,7 +399,10 @@ func (d *Daemon) complete(rr *ringReg, c Completion) {
 // errnoOf maps an error to the errno a completion carries.
 func errnoOf(err error) syscall.Errno {
 	var e syscall.Errno
+	var ne *net.OpError
 	switch {
+	case errors.As(err, &ne): // the connection's errno, not the file's
+		return syscall.EIO
 	case errors.As(err, &e):
 		return e
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
