@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -295,5 +296,26 @@ func TestNativeThroughMount(t *testing.T) {
 	ring.Submit()
 	if k, err := ring.Wait(cqes, 1, 10*time.Second); err != nil || k != 1 || cqes[0].Result != -int64(syscall.EBADF) {
 		t.Errorf("IO on a file not open: %d %v %+v, want -EBADF", k, err, cqes[0])
+	}
+}
+
+// TestNativeExampleProgram runs the native API's example program against
+// the mount.
+func TestNativeExampleProgram(t *testing.T) {
+	d := dir(t)
+	if testing.Short() {
+		t.Skip("builds the example; skipped in -short")
+	}
+	bin := filepath.Join(t.TempDir(), "example")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/flyfs/flyfs/posix/native/example").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "-mount", mountDir, "-file", filepath.Base(d)+"/ex.bin", "-ios", "40", "-size", "70001").CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("contents match")) {
+		t.Fatalf("example: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+	if st, err := os.Stat(filepath.Join(d, "ex.bin")); err != nil || st.Size() != 40*70001 {
+		t.Errorf("example's file: %v %v", st, err)
 	}
 }

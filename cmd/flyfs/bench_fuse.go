@@ -1,0 +1,45 @@
+package main
+
+import (
+	"time"
+
+	"github.com/flyfs/flyfs/posix/fusebench"
+	"github.com/spf13/cobra"
+)
+
+func init() { extraBenchCommands = append(extraBenchCommands, benchFuseCmd()) }
+
+func benchFuseCmd() *cobra.Command {
+	var cfg fusebench.Config
+	var sizeMiB int64
+	cmd := &cobra.Command{
+		Use:   "fuse",
+		Short: "The FUSE mount vs go-fuse's loopback and the local dir; random reads mount vs native API; creates",
+		Long: `Measures, in one run, an in-process cluster (1 node, replication 1, Pebble and
+chunk engines) mounted with FUSE next to go-fuse's loopback file system over a
+local directory (this machine's FUSE ceiling) and the local directory itself:
+sequential write and read of one file with 1 MiB requests (reads with cold page
+caches all the way down), 4 KiB random reads from --threads threads through the
+mount (O_DIRECT) and through the native async API, and file creates.
+Targets: read >= 0.7x loopback, write >= 0.6x loopback, native >= 2x the mount.
+Needs root (direct mounts) and /dev/fuse.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			cfg.Size = sizeMiB << 20
+			_, err := fusebench.Run(cmd.Context(), cfg, cmd.OutOrStdout())
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Dir, "dir", "", "scratch directory (default: a temporary one)")
+	f.Int64Var(&sizeMiB, "size-mib", 2048, "sequential file size in MiB")
+	f.IntVar(&cfg.Threads, "threads", 16, "random-read threads and create callers")
+	f.DurationVar(&cfg.Duration, "duration", 5*time.Second, "time per random-read measurement")
+	f.IntVar(&cfg.Creates, "creates", 4000, "files created per create measurement")
+	f.IntVar(&cfg.Batch, "batch", 16, "native reads each thread keeps in flight")
+	f.BoolVar(&cfg.NoSync, "no-sync", false, "storage skips fsync (the local side never syncs)")
+	return cmd
+}
