@@ -23,8 +23,7 @@ type pendingRole struct {
 	name, short, issue string
 }
 
-var pendingRoles = []pendingRole{
-}
+var pendingRoles = []pendingRole{}
 
 func pendingCmd(r pendingRole) *cobra.Command {
 	return &cobra.Command{
