@@ -97,7 +97,7 @@ func TestAgainstGateway(t *testing.T) {
 func TestWrongKeyFails(t *testing.T) {
 	url := startGateway(t)
 	cfg := Defaults()
-	cfg.Endpoint, cfg.AccessKey, cfg.SecretKey, cfg.Bucket = url, ak, "wrong", "b"
+	cfg.Endpoint, cfg.AccessKey, cfg.SecretKey, cfg.Bucket = url, ak, "wrong", "bench-wrong-key"
 	cfg.Objects = 2
 	_, err := Run(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "403") {

@@ -38,7 +38,7 @@ func TestBenchS3JSON(t *testing.T) {
 	var out, errOut bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
-	cmd.SetArgs([]string{"bench", "s3", "--endpoint", "http://" + l.Addr().String(), "--bucket", "b", "--objects", "12",
+	cmd.SetArgs([]string{"bench", "s3", "--endpoint", "http://" + l.Addr().String(), "--bucket", "bench-cli", "--objects", "12",
 		"--size", "20k", "-c", "3", "--lists", "2", "--json", "--progress", "never"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatalf("%v\n%s", err, errOut.String())
