@@ -43,6 +43,22 @@ type Config struct {
 	TmpfsStoraged map[int]string
 }
 
+func (cfg Config) withDefaults() Config {
+	if cfg.Storaged == 0 {
+		cfg.Storaged = 4
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 3
+	}
+	if cfg.Chains == 0 {
+		cfg.Chains = 8
+	}
+	if cfg.T == 0 {
+		cfg.T = 2 * time.Second
+	}
+	return cfg
+}
+
 // Cluster is flyfs as separate processes on separate hosts over a
 // three-member etcd: every role in its own network namespace.
 type Cluster struct {
@@ -74,18 +90,7 @@ type Cluster struct {
 // removed when the test ends.
 func Start(t testing.TB, cfg Config) *Cluster {
 	t.Helper()
-	if cfg.Storaged == 0 {
-		cfg.Storaged = 4
-	}
-	if cfg.Replicas == 0 {
-		cfg.Replicas = 3
-	}
-	if cfg.Chains == 0 {
-		cfg.Chains = 8
-	}
-	if cfg.T == 0 {
-		cfg.T = 2 * time.Second
-	}
+	cfg = cfg.withDefaults()
 	n := NewNet(t)
 	c := &Cluster{t: t, cfg: cfg, Net: n, Bin: Binary(t), Dir: t.TempDir(), Token: "multihost-" + n.id}
 	t.Cleanup(func() {
