@@ -191,3 +191,70 @@ func TestSessionsOfAVanishedClientAreReaped(t *testing.T) {
 	}
 	g.Close()
 }
+
+// TestOpenTruncDropsTheOldChunks: O_TRUNC through Open and Create cuts the
+// data, not only the length: a shorter rewrite closes at its own length
+// (length settling finds no old chunk), and the cut range reads as zeros.
+func TestOpenTruncDropsTheOldChunks(t *testing.T) {
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Chains: 4, NoSync: true}, ChunkSize: 64 << 10})
+	ctx := context.Background()
+	fs := c.FS()
+	m := fs.Meta()
+	write := func(in metaapi.Inode, sess []byte, n int, b byte) {
+		t.Helper()
+		f, err := fs.OpenInode(ctx, in, sess)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt(bytes.Repeat([]byte{b}, n), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, sess, _, err := m.Create(ctx, 1, "f", 0o644, os.O_RDWR|os.O_CREATE, client.Creds{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(in, sess, 300_000, 'a')
+	for _, how := range []string{"open", "create"} {
+		var sess []byte
+		if how == "open" {
+			in, sess, err = m.Open(ctx, in.ID, os.O_RDWR|os.O_TRUNC, client.Creds{})
+		} else {
+			in, sess, _, err = m.Create(ctx, 1, "f", 0o644, os.O_RDWR|os.O_CREATE|os.O_TRUNC, client.Creds{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(in, sess, 1000, 'b')
+		st, err := m.Stat(ctx, in.ID)
+		if err != nil || st.Length != 1000 {
+			t.Fatalf("%s with O_TRUNC, then 1000 bytes: length %d (%v)", how, st.Length, err)
+		}
+		if _, err := m.SetAttr(ctx, in.ID, metaapi.SetAttrReq{Mask: metaapi.SetSize, Size: 200_000}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := fs.Open(ctx, "/f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, 200_000)
+		if n, err := r.ReadAt(got, 0); n != len(got) || (err != nil && err != io.EOF) {
+			t.Fatalf("read: %d %v", n, err)
+		}
+		if !bytes.Equal(got[:1000], bytes.Repeat([]byte{'b'}, 1000)) || !bytes.Equal(got[1000:], make([]byte, 199_000)) {
+			t.Fatalf("%s with O_TRUNC: old bytes came back past the new end", how)
+		}
+		// Back to the 300 000-byte file for the next round.
+		if _, err := m.SetAttr(ctx, in.ID, metaapi.SetAttrReq{Mask: metaapi.SetSize, Size: 0}); err != nil {
+			t.Fatal(err)
+		}
+		in, sess, err = m.Open(ctx, in.ID, os.O_RDWR, client.Creds{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(in, sess, 300_000, 'a')
+	}
+}

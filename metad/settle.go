@@ -23,16 +23,24 @@ import (
 // (rendezvous hashing), so settles of a file do not race each other.
 
 // settleIfLastWriter settles in's length from storage if no write session
-// remains; otherwise the remaining writers will.
+// remains; otherwise the remaining writers will. The close itself already
+// succeeded with the writer's own hint, which is exact for a writer that
+// reported everything; so a settle that cannot reach storage (a restart in
+// progress) is logged, not failed: the hint stands.
 func (s *Server) settleIfLastWriter(ctx context.Context, in ns.Inode) (ns.Inode, error) {
 	if s.storage.RPC == nil || s.routing == nil || in.Type != ns.TypeFile || in.Nlink == 0 || in.Layout.TableID == 0 {
 		return in, nil
 	}
 	sessions, err := s.ns.Sessions(ctx, in.ID)
 	if err != nil || len(sessions) > 0 {
-		return in, err
+		return in, nil
 	}
-	return s.settle(ctx, in)
+	settled, err := s.settle(ctx, in)
+	if err != nil {
+		s.log.Warn("length not settled from storage; the writer's report stands", "inode", in.ID, "err", err)
+		return in, nil
+	}
+	return settled, nil
 }
 
 // settle grows in's length to what storage holds, if that is more.
@@ -98,7 +106,10 @@ func (s *Server) lastChunkEnd(ctx context.Context, info *routing.Info, cid routi
 		return 0, fmt.Errorf("chain %d has no serving target", cid)
 	}
 	tail := readable[len(readable)-1]
-	addr, _ := info.Addr(tail.Node)
+	addr, ok := info.Addr(tail.Node)
+	if !ok || addr == "" {
+		return 0, fmt.Errorf("chain %d: node %d has no address yet", cid, tail.Node)
+	}
 	resp, err := s.storage.QueryLastChunk(ctx, addr, &storageapi.ChunkRange{Chain: uint32(cid), ChainVer: c.Version, Begin: begin, End: end, Max: 1})
 	if err != nil || !resp.Found {
 		return 0, err

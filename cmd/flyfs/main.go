@@ -33,8 +33,5 @@ FLYFS_<FLAG> (upper case, dashes as underscores), e.g. FLYFS_DATA=/srv/flyfs.`,
 	}
 	root.AddCommand(versionCmd(), serverCmd(), mgmtdCmd(), metadCmd(), storagedCmd(), adminCmd(), benchCmd())
 	root.AddCommand(extraCommands...)
-	for _, r := range pendingRoles {
-		root.AddCommand(pendingCmd(r))
-	}
 	return root
 }

@@ -69,6 +69,13 @@ func (m *Meta) Create(ctx context.Context, parent uint64, name string, mode uint
 	if err != nil {
 		return metaapi.Inode{}, nil, false, err
 	}
+	if req.Truncate && !r.Created {
+		// metad cut the length; the old chunks must go too, or a later
+		// extension (and length settling) would find the old bytes.
+		if err := m.fs.dropChunksPast(ctx, r.Inode, 0); err != nil {
+			return metaapi.Inode{}, nil, false, err
+		}
+	}
 	return r.Inode, r.Session, r.Created, nil
 }
 
@@ -81,6 +88,11 @@ func (m *Meta) Open(ctx context.Context, ino uint64, flags int, cr Creds) (metaa
 	r, err := callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.OpenResp, error) { return c.Open(ctx, req) })
 	if err != nil {
 		return metaapi.Inode{}, nil, err
+	}
+	if flags&os.O_TRUNC != 0 && r.Inode.Type == metaapi.TypeFile {
+		if err := m.fs.dropChunksPast(ctx, r.Inode, 0); err != nil { // as in Create
+			return metaapi.Inode{}, nil, err
+		}
 	}
 	return r.Inode, r.Session, nil
 }
