@@ -23,6 +23,7 @@ import (
 	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/metad"
 	"github.com/flyfs/flyfs/mgmtd"
+	"github.com/flyfs/flyfs/posix/fusefs"
 	"github.com/flyfs/flyfs/storaged"
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
@@ -78,6 +79,7 @@ and the console join this process as their issues land.`,
 	f.StringVar(&o.token, "token", "", "cluster token every peer must present")
 	f.BoolVar(&o.noSync, "no-sync", false, "acknowledge writes before they reach the disk")
 	f.StringVar(&o.consoleAddr, "console-addr", "127.0.0.1:9400", "address of the admin console (empty: no console)")
+	f.StringVar(&o.mountpoint, "mount", "", "also mount the file system here with FUSE (unmounted at exit)")
 	return cmd
 }
 
@@ -176,11 +178,23 @@ func runServer(ctx context.Context, o serverOptions, out interface{ Write([]byte
 	for i, a := range storageAddrs {
 		fmt.Fprintf(out, "  storaged  %s (node %d, %s)\n", a, i+1, filepath.Join(o.dataDir, fmt.Sprintf("disk%d", i)))
 	}
+	// Front ends start once every chain serves with known node addresses,
+	// so their first requests do not race the storage services' first
+	// heartbeats.
+	if err := waitChainsServe(ctx, msrc, 30*time.Second); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: a clean exit
+		}
+		return err
+	}
 	// The front ends share one client of the cluster.
 	dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
 	fs, err := client.Dial(dctx, client.Config{Mgmtd: mgmtdAddrs, Token: o.token, Logger: log})
 	dcancel()
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("connect the front ends: %w", err)
 	}
 	defer fs.Close()
@@ -190,6 +204,15 @@ func runServer(ctx context.Context, o serverOptions, out interface{ Write([]byte
 			return err
 		}
 		defer stopConsole()
+	}
+	if o.mountpoint != "" {
+		mnt, err := fusefs.Mount(ctx, fs, o.mountpoint, fusefs.Options{AllowOther: true, Log: log,
+			Capacity: fusefs.MgmtdCapacity(client.NewMgmtd(rc, mgmtdAddrs))})
+		if err != nil {
+			return fmt.Errorf("mount %s: %w", o.mountpoint, err)
+		}
+		defer mnt.Unmount() // Ctrl-C: unmount (flushing what is in flight) before the services stop
+		fmt.Fprintf(out, "  mount     %s\n", o.mountpoint)
 	}
 	fmt.Fprintf(out, "  try: flyfs admin --mgmtd %s chains\n", mgmtdAddrs[0])
 	<-ctx.Done()
@@ -274,4 +297,39 @@ func serveConsole(ctx context.Context, o serverOptions, db *kv.DB, fs *client.FS
 		srv.Shutdown(sctx)
 		con.Close()
 	}, nil
+}
+
+// waitChainsServe waits until every chain has a serving target whose node
+// address routing knows.
+func waitChainsServe(ctx context.Context, src *client.MgmtdSource, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		info := src.Current()
+		ready := info != nil && len(info.Chains) > 0
+		if ready {
+			for _, c := range info.Chains {
+				r := c.Readable()
+				if len(r) == 0 {
+					ready = false
+					break
+				}
+				if a, ok := info.Addr(r[0].Node); !ok || a == "" {
+					ready = false
+					break
+				}
+			}
+		}
+		if ready {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("storage did not come up within %v (see the log)", d)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-src.Changed():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
