@@ -12,6 +12,7 @@ import (
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/storaged/engine"
+	"golang.org/x/sys/unix"
 )
 
 // Mgmtd is how a managed storage node reaches the primary cluster manager.
@@ -190,7 +191,12 @@ func (s *Server) heartbeat(ctx context.Context, timeout time.Duration) {
 	}
 	for i, e := range s.engines {
 		st := e.Stats()
-		req.Disks = append(req.Disks, mgmtdapi.DiskReport{Path: s.cfg.Disks[i], UsedBytes: uint64(st.AllocatedBytes), ReadOnly: st.ReadOnly})
+		d := mgmtdapi.DiskReport{Path: s.cfg.Disks[i], UsedBytes: uint64(st.AllocatedBytes), ReadOnly: st.ReadOnly}
+		var fs unix.Statfs_t
+		if unix.Statfs(s.cfg.Disks[i], &fs) == nil {
+			d.FreeBytes = fs.Bavail * uint64(fs.Bsize) // what the file system under the disk can still give
+		}
+		req.Disks = append(req.Disks, d)
 	}
 	hctx, cancel := context.WithTimeout(ctx, max(timeout, 200*time.Millisecond))
 	defer cancel()
