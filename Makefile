@@ -14,6 +14,7 @@ build:
 # packages are the point of it), including the real-etcd and Pebble crash tests.
 test:
 	./scripts/test-deps.sh
+	./scripts/check-compose.sh
 	$(GO) vet ./...
 	$(GO) test -race -timeout 25m ./...
 
