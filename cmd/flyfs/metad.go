@@ -21,11 +21,12 @@ import (
 
 func metadCmd() *cobra.Command {
 	var (
-		kvc     kvopen.Config
-		dataDir string
-		listen  string
-		token   string
-		mgmtds  []string
+		kvc       kvopen.Config
+		dataDir   string
+		listen    string
+		advertise string
+		token     string
+		mgmtds    []string
 	)
 	cmd := &cobra.Command{
 		Use:   "metad",
@@ -56,6 +57,9 @@ one), and any can be restarted; clients retry on another with the same request i
 				return err
 			}
 			cfg := metad.Config{KV: db, RPC: rpc.Options{Token: token, Logger: log}, Logger: log, Addr: l.Addr().String()}
+			if advertise != "" {
+				cfg.Addr = advertise // what clients dial: a name or address reachable from them
+			}
 			if len(mgmtds) > 0 {
 				// Routing brings chain tables (new files' layouts) and turns on
 				// the GC worker that deletes removed files' chunks.
@@ -89,6 +93,7 @@ one), and any can be restarted; clients retry on another with the same request i
 	addKVFlags(f, &kvc)
 	f.StringVar(&dataDir, "data", "flyfs-metad", "pebble: directory of the KV store")
 	f.StringVar(&listen, "listen", "127.0.0.1:9200", "address to serve RPCs on")
+	f.StringVar(&advertise, "advertise", "", "address registered with mgmtd for clients to dial (default: the listen address)")
 	f.StringVar(&token, "token", "", "cluster token every peer must present")
 	f.StringSliceVar(&mgmtds, "mgmtd", nil, "cluster manager addresses: chain tables for new files, and GC of removed files' chunks")
 	return cmd
