@@ -49,6 +49,9 @@ type objectMeta struct {
 	ChecksumType string            `json:"checksum_type,omitempty"`
 	// Parts: sizes of a multipart object's parts (GET ?partNumber=).
 	Parts []int64 `json:"parts,omitempty"`
+	// Tags counts user.s3.tagging's tags, so GET answers
+	// x-amz-tagging-count without reading them.
+	Tags int `json:"tags,omitempty"`
 }
 
 // systemHeaders are the headers stored with an object and returned on GET.

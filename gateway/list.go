@@ -23,7 +23,7 @@ import (
 
 const (
 	defaultMaxKeys = 1000
-	listWorkers    = 16
+	listWorkers    = 64
 )
 
 type listItem struct {
@@ -169,7 +169,7 @@ func (l *lister) walk(ino uint64, dk string) error {
 		}
 		return nil
 	}
-	limit := min(max(l.max+2, 64), 1000)
+	limit := max(l.max+2, 64) // one read usually covers the page and the look past it
 	for {
 		ents, more, err := l.g.meta.ReadDir(l.ctx, ino, after, limit, true)
 		if err != nil {

@@ -243,17 +243,18 @@ func (g *Gateway) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 			g.discard(st.name)
 		}
 	}()
-	om.Gen, om.ETag = st.in.Gen, st.md5
+	om.Gen, om.ETag, om.Tags = st.in.Gen, st.md5, len(tags)
 	if spec != nil {
 		om.ChecksumAlgo, om.Checksum, om.ChecksumType = spec.algo, st.sum, "FULL_OBJECT"
 	}
-	if err := g.storeMeta(ctx, st.in.ID, om); err != nil {
-		return err
-	}
-	if tags != nil {
-		if err := g.storeTags(ctx, st.in.ID, tags); err != nil {
+	if len(tags) > 0 {
+		v, _ := json.Marshal(tags)
+		if err := g.meta.SetXattr(ctx, st.in.ID, xattrTagging, v, 0); err != nil {
 			return err
 		}
+	}
+	if err := g.storeMeta(ctx, st.in.ID, om); err != nil {
+		return err
 	}
 	if err := g.publish(ctx, g.stagingIno, st.name, o, rc.creds(), cond, false); err != nil {
 		return err
@@ -481,8 +482,8 @@ func (g *Gateway) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 			h.Set(p.h, v)
 		}
 	}
-	if n, err := g.tagCount(ctx, in.ID); err == nil && n > 0 {
-		h.Set("X-Amz-Tagging-Count", strconv.Itoa(n))
+	if om != nil && om.Tags > 0 {
+		h.Set("X-Amz-Tagging-Count", strconv.Itoa(om.Tags))
 	}
 	size := int64(in.Length)
 	if in.Type == metaapi.TypeDir {

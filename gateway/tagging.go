@@ -51,19 +51,35 @@ func tagsFromHeader(v string) ([]tag, error) {
 	return tags, validateTags(tags)
 }
 
+// storeTags replaces an object's tags and the count kept in its metadata.
 func (g *Gateway) storeTags(ctx context.Context, ino uint64, tags []tag) error {
+	var err error
 	if len(tags) == 0 {
-		err := g.meta.RemoveXattr(ctx, ino, xattrTagging)
+		err = g.meta.RemoveXattr(ctx, ino, xattrTagging)
 		if errnoOf(err) == syscall.ENODATA {
-			return nil
+			err = nil
 		}
-		return err
+	} else {
+		var v []byte
+		if v, err = json.Marshal(tags); err == nil {
+			err = g.meta.SetXattr(ctx, ino, xattrTagging, v, 0)
+		}
 	}
-	v, err := json.Marshal(tags)
 	if err != nil {
 		return err
 	}
-	return g.meta.SetXattr(ctx, ino, xattrTagging, v, 0)
+	om, err := g.loadMeta(ctx, ino)
+	if err != nil {
+		return err
+	}
+	if om == nil {
+		om = &objectMeta{} // a POSIX file: no ETag stored, only the count
+	}
+	if om.Tags == len(tags) {
+		return nil
+	}
+	om.Tags = len(tags)
+	return g.storeMeta(ctx, ino, om)
 }
 
 func (g *Gateway) loadTags(ctx context.Context, ino uint64) ([]tag, error) {
@@ -81,10 +97,6 @@ func (g *Gateway) loadTags(ctx context.Context, ino uint64) ([]tag, error) {
 	return tags, nil
 }
 
-func (g *Gateway) tagCount(ctx context.Context, ino uint64) (int, error) {
-	tags, err := g.loadTags(ctx, ino)
-	return len(tags), err
-}
 
 func (g *Gateway) getObjectTagging(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
 	in, _, err := g.statObject(r.Context(), rc)
