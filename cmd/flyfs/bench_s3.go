@@ -1,47 +1,73 @@
 package main
 
 import (
-	"github.com/flyfs/flyfs/gateway/s3bench"
+	"github.com/flyfs/flyfs/bench"
+	"github.com/flyfs/flyfs/bench/s3bench"
 	"github.com/spf13/cobra"
 )
 
 func init() { extraBenchCommands = append(extraBenchCommands, benchS3Cmd()) }
 
 func benchS3Cmd() *cobra.Command {
-	var cfg s3bench.Config
+	cfg := s3bench.Defaults()
+	size := bench.Size(cfg.Size)
+	var asJSON bool
+	progress := "auto"
 	cmd := &cobra.Command{
-		Use:   "s3",
-		Short: "The S3 gateway next to a trivial HTTP server on the local disk and core/client",
-		Long: `Runs an in-process cluster (mgmtd, storaged, metad) with the S3 gateway on loopback
-and measures, with --clients concurrent clients: PUT and GET throughput of --big-bytes
-objects and ops/s of 4 KiB objects through the gateway, through a trivial net/http
-server that writes to and reads from the local disk (the HTTP ceiling of this machine),
-and through core/client directly; the latency of CompleteMultipartUpload for an
-equal-part upload of --mpu-bytes and of an eighth of it (it must not grow with the
-size); ListObjectsV2 with a delimiter over all pages of a --list-entries directory
-next to a readdir of a local directory of as many files.
+		Use:   "s3 --endpoint URL --access-key KEY --secret-key SECRET --bucket NAME",
+		Short: "S3 benchmark against any S3 server: PUT, GET, LIST, DELETE",
+		Long: `Measures an S3 server (the flyfs gateway or any other) with --concurrency clients
+over --objects objects of --size bytes under a fresh prefix of --bucket:
 
-Targets: large PUT and GET >= 0.6x the trivial server; 4 KiB PUT >= 0.3x, GET >= 0.5x;
-listing >= 0.2x readdir. The issue's full run: --list-entries 1000000.`,
+  put     PUT of every object
+  get     GET of every object, each checked byte for byte
+  list    --lists full listings of the objects (--list-max-keys per page), each
+          checked to hold every object in key order
+  delete  DELETE of every object (skipped with --keep)
+
+The bucket is created when missing (and removed at the end if this run created it).
+Requests use path-style addressing and SigV4 with the keys given; nothing is read
+from AWS config files or AWS_* variables, so an AWS_CA_BUNDLE meant for something
+else does not get in the way. Failed requests are not retried unless --retries says
+so: an error ends the run and is reported.
+
+FLYFS_ACCESS_KEY and FLYFS_SECRET_KEY can stand in for the key flags.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := bindEnv(cmd); err != nil {
 				return err
 			}
-			_, err := s3bench.Run(cmd.Context(), cfg, cmd.OutOrStdout())
-			return err
+			pw, err := bench.ProgressWriter(progress, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			cfg.Size, cfg.Progress = int64(size), pw
+			rep, err := s3bench.Run(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return rep.WriteJSON(cmd.OutOrStdout())
+			}
+			return rep.WriteTable(cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Dir, "dir", "", "scratch directory on the disk to measure (default: a temporary one)")
-	f.IntVar(&cfg.Clients, "clients", 16, "concurrent clients")
-	f.Int64Var(&cfg.BigBytes, "big-bytes", 64<<20, "size of the large objects")
-	f.IntVar(&cfg.BigObjects, "big-objects", 32, "large objects written and read per system")
-	f.DurationVar(&cfg.SmallFor, "small-for", 5e9, "duration of each 4 KiB measurement")
-	f.Int64Var(&cfg.MPUBytes, "mpu-bytes", 1<<30, "size of the multipart upload whose completion is timed")
-	f.Int64Var(&cfg.MPUPart, "mpu-part", 64<<20, "its part size")
-	f.IntVar(&cfg.ListEntries, "list-entries", 100_000, "entries of the listed directory")
-	f.IntVar(&cfg.Nodes, "nodes", 1, "storage services")
-	f.BoolVar(&cfg.NoSync, "no-sync", true, "acknowledge writes before they reach the disk (the cluster and the trivial server alike)")
+	f.StringVar(&cfg.Endpoint, "endpoint", "", "server URL, e.g. http://127.0.0.1:9300 (required)")
+	f.StringVar(&cfg.AccessKey, "access-key", "", "access key (required)")
+	f.StringVar(&cfg.SecretKey, "secret-key", "", "secret key (required)")
+	f.StringVar(&cfg.Region, "region", cfg.Region, "region to sign for")
+	f.StringVar(&cfg.Bucket, "bucket", "", "bucket to use (required)")
+	f.BoolVar(&cfg.CreateBucket, "create-bucket", cfg.CreateBucket, "create the bucket when it does not exist")
+	f.IntVar(&cfg.Objects, "objects", cfg.Objects, "objects to PUT, GET and DELETE")
+	f.Var(&size, "size", "size of each object")
+	f.IntVarP(&cfg.Concurrency, "concurrency", "c", cfg.Concurrency, "concurrent clients")
+	f.IntVar(&cfg.Lists, "lists", cfg.Lists, "full listings in the LIST phase (0: skip it)")
+	f.Int32Var(&cfg.ListMaxKeys, "list-max-keys", cfg.ListMaxKeys, "keys per listing page (1..1000)")
+	f.IntVar(&cfg.Retries, "retries", 0, "retries of a failed request")
+	f.BoolVar(&cfg.InsecureTLS, "insecure", false, "do not verify the server's TLS certificate")
+	f.BoolVar(&cfg.Keep, "keep", false, "leave the objects (no DELETE phase)")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.StringVar(&progress, "progress", progress, "progress bar on stderr: auto (when a terminal), always, never")
 	return cmd
 }
