@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/flyfs/flyfs/core/api/metaapi"
@@ -135,6 +136,45 @@ func (g *Gateway) loadMeta(ctx context.Context, ino uint64) (*objectMeta, error)
 	if json.Unmarshal(v, om) != nil {
 		return nil, nil
 	}
+	return om, nil
+}
+
+// metaCache keeps object records by inode, valid while the inode's ctime
+// and generation are the ones they were read at: every xattr change moves
+// the ctime and every data change the generation, so a hit is never stale.
+type metaCache struct {
+	mu sync.Mutex
+	m  map[uint64]cachedMeta
+}
+
+type cachedMeta struct {
+	ctime int64
+	gen   uint64
+	om    *objectMeta
+}
+
+const metaCacheMax = 200_000
+
+// metaOf returns the object record of in (the inode as just read),
+// through the cache. Callers must not modify the result.
+func (g *Gateway) metaOf(ctx context.Context, in metaapi.Inode) (*objectMeta, error) {
+	c := &g.mcache
+	c.mu.Lock()
+	e, ok := c.m[in.ID]
+	c.mu.Unlock()
+	if ok && e.ctime == in.Ctime && e.gen == in.Gen {
+		return e.om, nil
+	}
+	om, err := g.loadMeta(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= metaCacheMax {
+		c.m = make(map[uint64]cachedMeta)
+	}
+	c.m[in.ID] = cachedMeta{ctime: in.Ctime, gen: in.Gen, om: om}
+	c.mu.Unlock()
 	return om, nil
 }
 

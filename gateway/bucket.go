@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
+	"sync"
 	"syscall"
 	"time"
 
@@ -21,11 +22,53 @@ type bucketRecord struct {
 	Created time.Time `json:"created"`
 }
 
+// bucketCache keeps bucket directories for a second: every request needs
+// its bucket's, and buckets come and go rarely. Deletes through this gateway
+// drop the entry; a stale one costs a retry (publish drops it on ENOENT).
+type bucketCache struct {
+	mu sync.Mutex
+	m  map[string]cachedBucket
+}
+
+type cachedBucket struct {
+	in  metaapi.Inode
+	exp time.Time
+}
+
+const bucketCacheTTL = time.Second
+
+func (c *bucketCache) drop(bucket string) {
+	c.mu.Lock()
+	delete(c.m, bucket)
+	c.mu.Unlock()
+}
+
 // bucketInode returns a bucket's directory (NoSuchBucket if there is none).
 func (g *Gateway) bucketInode(ctx context.Context, bucket string) (metaapi.Inode, error) {
 	if !validBucketName(bucket) {
 		return metaapi.Inode{}, errCode("NoSuchBucket", "")
 	}
+	c := &g.bcache
+	now := time.Now()
+	c.mu.Lock()
+	e, ok := c.m[bucket]
+	c.mu.Unlock()
+	if ok && now.Before(e.exp) {
+		return e.in, nil
+	}
+	in, err := g.lookupBucket(ctx, bucket)
+	if err == nil {
+		c.mu.Lock()
+		if c.m == nil || len(c.m) > 10000 {
+			c.m = map[string]cachedBucket{}
+		}
+		c.m[bucket] = cachedBucket{in: in, exp: now.Add(bucketCacheTTL)}
+		c.mu.Unlock()
+	}
+	return in, err
+}
+
+func (g *Gateway) lookupBucket(ctx context.Context, bucket string) (metaapi.Inode, error) {
 	in, err := g.meta.Lookup(ctx, g.rootIno, bucket)
 	if err != nil {
 		if errnoOf(err) == syscall.ENOENT {
@@ -134,6 +177,7 @@ func (g *Gateway) deleteBucket(w http.ResponseWriter, r *http.Request, rc *reqCt
 	if _, err := g.bucketInode(ctx, rc.bucket); err != nil {
 		return err
 	}
+	g.bcache.drop(rc.bucket)
 	if err := g.meta.Rmdir(ctx, g.rootIno, rc.bucket); err != nil {
 		switch errnoOf(err) {
 		case syscall.ENOTEMPTY, syscall.EEXIST:

@@ -64,6 +64,9 @@ type Gateway struct {
 	stagingIno uint64 // /.flyfs-s3/staging
 	uploadsIno uint64 // /.flyfs-s3/uploads
 
+	mcache metaCache
+	bcache bucketCache
+
 	stop     chan struct{}
 	stopOnce sync.Once
 	wg       sync.WaitGroup

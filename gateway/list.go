@@ -286,7 +286,7 @@ func (l *lister) objectInfos(fetchOwner bool, encode func(string) string) ([]obj
 		sem <- struct{}{}
 		go func(i int) {
 			defer func() { <-sem; done <- struct{}{} }()
-			om, _ := l.g.loadMeta(l.ctx, inodes[i].ID)
+			om, _ := l.g.metaOf(l.ctx, inodes[i])
 			objs[i].ETag = quoteETag(etagFor(inodes[i], om))
 			if om != nil && om.Gen == inodes[i].Gen && om.ChecksumAlgo != "" {
 				objs[i].ChecksumAlgorithm = strings.ToUpper(om.ChecksumAlgo)

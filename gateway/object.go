@@ -182,7 +182,9 @@ func (g *Gateway) publish(ctx context.Context, srcParent uint64, srcName string,
 		case 0:
 			return nil
 		case syscall.ENOENT:
-			// A concurrent delete pruned the parent we just made: again.
+			// A concurrent delete pruned the parent we just made (or the
+			// bucket we knew went): again, looking it up afresh.
+			g.bcache.drop(o.bucket)
 			last = err
 			continue
 		case syscall.EEXIST:
@@ -353,7 +355,7 @@ func (g *Gateway) statPath(ctx context.Context, o objectPath) (metaapi.Inode, *o
 	case in.Type != metaapi.TypeDir && in.Type != metaapi.TypeFile:
 		return in, nil, errCode("NoSuchKey", "")
 	}
-	om, err := g.loadMeta(ctx, in.ID)
+	om, err := g.metaOf(ctx, in)
 	return in, om, err
 }
 
