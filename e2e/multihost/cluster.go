@@ -508,5 +508,16 @@ func (c *Cluster) dumpLogs() {
 	for _, p := range all {
 		c.t.Logf("---- %s (%s, %s) log tail:\n%s", p.Name, p.Host.NS, p.Host.IP, p.Tail(3000))
 	}
-	c.t.Logf("logs kept under %s until the test's temp dir is removed", c.Dir)
+	keep := filepath.Join(os.TempDir(), "flyfs-multihost-logs", strings.ReplaceAll(c.t.Name(), "/", "_")+"-"+c.Net.id)
+	if err := os.MkdirAll(keep, 0o755); err == nil {
+		for _, p := range all {
+			if b, err := os.ReadFile(p.Log); err == nil {
+				os.WriteFile(filepath.Join(keep, filepath.Base(p.Log)), b, 0o644)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(c.Dir, "registers.html")); err == nil {
+			os.WriteFile(filepath.Join(keep, "registers.html"), b, 0o644)
+		}
+		c.t.Logf("process logs copied to %s", keep)
+	}
 }

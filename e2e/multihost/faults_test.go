@@ -1,9 +1,9 @@
 package multihost
 
 import (
-	"time"
-
+	"context"
 	"testing"
+	"time"
 
 	"github.com/flyfs/flyfs/core/routing"
 )
@@ -60,4 +60,156 @@ func TestKillStoragedTwoAtATime(t *testing.T) {
 				s.C.WaitHealthy(30 * T)
 			}
 		})
+}
+
+// (b) SIGSTOP a storaged for longer than the lease (a "gray" failure): it is
+// declared failed and its chains go on without it; a probe file is
+// overwritten meanwhile. Reads sent to it while it is frozen (queued in its
+// sockets, as a client with old routing would send them) and right after
+// SIGCONT must not return the old content; it must come back through
+// recovery and then serve the new content.
+func TestStopStoragedPastLease(t *testing.T) {
+	runScenario(t, true, Config{}, WorkloadConfig{}, func(s *Scenario) {
+		T := s.C.cfg.T
+		ctx := context.Background()
+		v := s.Victims(1)[0]
+		fs := s.C.Dial(20 * time.Second)
+		pr := newProbe(t, s.C, fs, "/probe-stop", 'A')
+		before := s.C.Routing()
+		stopped := time.Now()
+		s.T.Logf("SIGSTOP storaged%d", v+1)
+		s.C.Storaged[v].Stop()
+		s.C.WaitFor(10*T, "the frozen node's targets offline", func(in *routing.Info) bool { return NodeIs(in, v, routing.Offline) })
+		if err := pr.write('B'); err != nil {
+			t.Fatalf("overwrite the probe while storaged%d is frozen: %v", v+1, err)
+		}
+		s.Pause(T, 2*T)
+		// Reads that reach it while frozen, with the routing it last knew.
+		queued := make(chan []probeRead, 1)
+		go func() {
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			queued <- pr.readFrom(rctx, before, v)
+		}()
+		time.Sleep(200 * time.Millisecond)
+		s.T.Logf("SIGCONT storaged%d after %v", v+1, time.Since(stopped).Round(time.Millisecond))
+		s.C.Storaged[v].Cont()
+		reads := <-queued
+		for i := 0; i < 5; i++ {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			reads = append(reads, pr.readFrom(rctx, before, v)...)
+			reads = append(reads, pr.readFrom(rctx, s.C.Routing(), v)...)
+			cancel()
+			time.Sleep(100 * time.Millisecond)
+		}
+		served := 0
+		for _, r := range reads {
+			if r.err == nil && r.fill == 'A' {
+				t.Errorf("STALE READ from storaged%d after SIGCONT: %v", v+1, r)
+			}
+			if r.err == nil {
+				served++
+			}
+		}
+		t.Logf("%d direct reads from the resumed node: %d served, none stale unless reported above", len(reads), served)
+		s.C.WaitHealthy(30 * T)
+		pr.expectFrom(v, 'B', "after recovery")
+	})
+}
+
+// (c) partition a storaged from both mgmtd only (clients and peers still
+// reach it): mgmtd declares it failed, it must stop serving (it fences
+// itself after T/2 without mgmtd), and after the heal it rejoins through
+// recovery.
+func TestPartitionStoragedFromMgmtd(t *testing.T) {
+	runScenario(t, true, Config{}, WorkloadConfig{}, func(s *Scenario) {
+		T := s.C.cfg.T
+		ctx := context.Background()
+		v := s.Victims(1)[0]
+		fs := s.C.Dial(20 * time.Second)
+		pr := newProbe(t, s.C, fs, "/probe-part", 'A')
+		before := s.C.Routing()
+		s.T.Logf("partition storaged%d from the mgmtds", v+1)
+		for _, m := range s.C.Mgmtd {
+			s.C.Net.Partition(s.C.Storaged[v].Host, m.Host)
+		}
+		s.C.WaitFor(10*T, "the cut-off node's targets offline", func(in *routing.Info) bool { return NodeIs(in, v, routing.Offline) })
+		if err := pr.write('B'); err != nil {
+			t.Fatalf("overwrite the probe while storaged%d is cut off from mgmtd: %v", v+1, err)
+		}
+		// Clients still reach it: with the routing it had, it must refuse.
+		for _, r := range pr.readFrom(ctx, before, v) {
+			if r.err == nil {
+				t.Errorf("storaged%d cut off from mgmtd still serves: %v", v+1, r)
+			}
+		}
+		s.Pause(T, 2*T)
+		for _, m := range s.C.Mgmtd {
+			s.C.Net.Heal(s.C.Storaged[v].Host, m.Host)
+		}
+		s.C.WaitHealthy(30 * T)
+		pr.expectFrom(v, 'B', "after the heal")
+	})
+}
+
+// (c) partition a storaged from the clients only (the test's root namespace
+// and the mount's host); mgmtd and its peers still reach it, so it stays in
+// its chains. Reads go to other replicas; writes to chains it heads wait
+// (and may fail) until the heal. Nothing acknowledged may be lost.
+func TestPartitionStoragedFromClients(t *testing.T) {
+	runScenario(t, false, Config{Mount: true}, WorkloadConfig{FUSEWriters: 1}, func(s *Scenario) {
+		T := s.C.cfg.T
+		v := s.Victims(1)[0]
+		s.Pause(500*time.Millisecond, 2*time.Second)
+		s.T.Logf("partition storaged%d from the clients", v+1)
+		s.C.Net.Partition(s.C.Storaged[v].Host, nil)
+		s.C.Net.Partition(s.C.Storaged[v].Host, s.C.MountP.Host)
+		s.Pause(3*T, 5*T)
+		if !NodeIs(s.C.Routing(), v, routing.Serving) {
+			t.Logf("note: storaged%d was taken out of its chains although mgmtd reaches it", v+1)
+		}
+		s.C.Net.Heal(s.C.Storaged[v].Host, nil)
+		s.C.Net.Heal(s.C.Storaged[v].Host, s.C.MountP.Host)
+		s.Pause(500*time.Millisecond, 2*time.Second)
+	})
+}
+
+// (c) cut one storage host off the network entirely (its link down), then
+// bring it back.
+func TestCutOffStoragedHost(t *testing.T) {
+	runScenario(t, false, Config{}, WorkloadConfig{}, func(s *Scenario) {
+		T := s.C.cfg.T
+		v := s.Victims(1)[0]
+		s.T.Logf("link down on storaged%d's host", v+1)
+		s.C.Net.CutOff(s.C.Storaged[v].Host)
+		s.C.WaitFor(10*T, "its targets offline", func(in *routing.Info) bool { return NodeIs(in, v, routing.Offline) })
+		s.Pause(T, 2*T)
+		s.C.Net.Reconnect(s.C.Storaged[v].Host)
+	})
+}
+
+// (d) kill -9 the primary mgmtd during the workload: the other takes over
+// and handles the next storage failure; the old primary returns as standby.
+func TestKillPrimaryMgmtd(t *testing.T) {
+	runScenario(t, true, Config{}, WorkloadConfig{}, func(s *Scenario) {
+		T := s.C.cfg.T
+		s.Pause(500*time.Millisecond, 2*time.Second)
+		p := s.C.PrimaryMgmtd()
+		s.T.Logf("kill -9 the primary mgmtd%d", p+1)
+		s.C.Mgmtd[p].Kill()
+		deadline := time.Now().Add(10 * T)
+		for s.C.PrimaryMgmtd() == p {
+			if time.Now().After(deadline) {
+				t.Fatal("no other mgmtd became primary")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		v := s.Victims(1)[0]
+		s.T.Logf("kill -9 storaged%d under the new primary", v+1)
+		s.C.Storaged[v].Kill()
+		s.C.WaitFor(10*T, "its targets offline", func(in *routing.Info) bool { return NodeIs(in, v, routing.Offline) })
+		s.C.Mgmtd[p].Start()
+		s.C.Storaged[v].Start()
+		s.C.WaitHealthy(30 * T)
+	})
 }
