@@ -209,7 +209,8 @@ func (g *Gateway) writePart(ctx context.Context, rc *reqCtx, u *upload, n int, b
 			return nil, err
 		}
 	}
-	m := md5.New()
+	m, release := newMD5(size)
+	defer release()
 	hashes := []hash.Hash{m}
 	var ch hash.Hash
 	if spec != nil {

@@ -66,7 +66,8 @@ func (g *Gateway) stage(ctx context.Context, rc *reqCtx, body interface{ Read([]
 	if err != nil {
 		return nil, err
 	}
-	m := md5.New()
+	m, release := newMD5(size)
+	defer release()
 	hashes := []hash.Hash{m}
 	var ch hash.Hash
 	if spec != nil {
