@@ -221,7 +221,7 @@ func (g *Gateway) writePart(ctx context.Context, rc *reqCtx, u *upload, n int, b
 	if rec.File == "" {
 		limit = stride // never spill into the next part's slot
 	}
-	got, err := copyIn(ctx, f, off, body, limit, hashes...)
+	got, err := copyInSized(ctx, f, off, body, size, limit, hashes...)
 	if cerr := f.CloseContext(ctx); err == nil {
 		err = cerr
 	}

@@ -74,7 +74,7 @@ func (g *Gateway) stage(ctx context.Context, rc *reqCtx, body interface{ Read([]
 		ch = newChecksumHash(spec.algo)
 		hashes = append(hashes, ch)
 	}
-	n, err := copyIn(ctx, f, 0, body, limit, hashes...)
+	n, err := copyInSized(ctx, f, 0, body, size, limit, hashes...)
 	if cerr := f.CloseContext(ctx); err == nil {
 		err = cerr
 	}

@@ -50,6 +50,35 @@ func readFull(r io.Reader, p []byte) (int, error) {
 // copyIn writes body into f from offset off, feeding every byte to hashes,
 // and returns the bytes written. More than limit bytes is EntityTooLarge.
 func copyIn(ctx context.Context, f *client.File, off int64, body io.Reader, limit int64, hashes ...hash.Hash) (int64, error) {
+	return copyInSized(ctx, f, off, body, -1, limit, hashes...)
+}
+
+// copyInSized is copyIn for a body whose size is known (-1: unknown).
+func copyInSized(ctx context.Context, f *client.File, off int64, body io.Reader, size, limit int64, hashes ...hash.Hash) (int64, error) {
+	if size >= 0 && size <= smallIO && size <= limit {
+		// One piece: read it whole (one byte more, to see a longer body).
+		buf := make([]byte, size+1)
+		n, err := readFull(body, buf)
+		if err != nil && err != io.EOF {
+			return 0, err
+		}
+		if int64(n) > size {
+			if int64(n) > limit {
+				return 0, errCode("EntityTooLarge", "")
+			}
+			// Longer than announced: fall back to streaming the rest.
+			return 0, errCode("IncompleteBody", "The body is longer than its Content-Length.")
+		}
+		for _, h := range hashes {
+			h.Write(buf[:n])
+		}
+		if n > 0 {
+			if _, err := f.WriteAtContext(ctx, buf[:n], off); err != nil {
+				return 0, err
+			}
+		}
+		return int64(n), nil
+	}
 	type piece struct {
 		buf *[]byte
 		n   int
@@ -131,8 +160,24 @@ func (r *fileReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// smallIO: bodies up to this size move in one piece, without the
+// pipeline's goroutine and 8 MiB buffer.
+const smallIO = 1 << 20
+
 // copyOut sends [off, off+n) of f to w, reading ahead one buffer.
 func copyOut(ctx context.Context, w io.Writer, f *client.File, off, n int64) error {
+	if n <= smallIO {
+		buf := make([]byte, n)
+		k, err := readFull(&fileReader{ctx: ctx, f: f, off: off, end: off + n}, buf)
+		if err != nil && err != io.EOF {
+			return err
+		}
+		if int64(k) != n {
+			return io.ErrUnexpectedEOF
+		}
+		_, err = w.Write(buf)
+		return err
+	}
 	type piece struct {
 		buf *[]byte
 		n   int
