@@ -97,7 +97,6 @@ func (g *Gateway) loadTags(ctx context.Context, ino uint64) ([]tag, error) {
 	return tags, nil
 }
 
-
 func (g *Gateway) getObjectTagging(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
 	in, _, err := g.statObject(r.Context(), rc)
 	if err != nil {
