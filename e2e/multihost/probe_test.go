@@ -44,19 +44,20 @@ func newProbe(t testing.TB, c *Cluster, fs *client.FS, path string, fill byte) *
 
 // write overwrites the piece of every chunk with fill.
 func (p *probe) write(fill byte) error {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
 	f, err := p.fs.OpenFile(ctx, p.path, 0x41 /* O_WRONLY|O_CREATE */, 0o644)
 	if err != nil {
 		return err
 	}
 	cs := uint64(f.Inode().Layout.ChunkSize)
 	for k := 0; k < p.chunks; k++ {
-		if _, err := f.WriteAt(bytes.Repeat([]byte{fill}, probeLen), int64(uint64(k)*cs)); err != nil {
-			f.Close()
+		if _, err := f.WriteAtContext(ctx, bytes.Repeat([]byte{fill}, probeLen), int64(uint64(k)*cs)); err != nil {
+			f.CloseContext(ctx)
 			return err
 		}
 	}
-	return f.Close()
+	return f.CloseContext(ctx)
 }
 
 // probeRead is what one replica answered for one chunk.

@@ -18,15 +18,15 @@ import (
 // resolved afterwards by looking at both names (it happened or it did not,
 // never both, never neither).
 type renameStorm struct {
-	t     testing.TB
-	fs    *client.FS
-	dirs  int
-	mu    sync.Mutex
-	where map[int]string   // file -> path
-	sums  map[int][32]byte // file -> content
+	t             testing.TB
+	fs            *client.FS
+	dirs          int
+	mu            sync.Mutex
+	where         map[int]string   // file -> path
+	sums          map[int][32]byte // file -> content
 	moves, failed int
-	stop  chan struct{}
-	wg    sync.WaitGroup
+	stop          chan struct{}
+	wg            sync.WaitGroup
 }
 
 const stormRoot = "/storm"

@@ -47,6 +47,32 @@ type Workload struct {
 	lastErr  map[string]string
 	history  []porcupine.Operation
 	regVal   atomic.Uint64
+	hung     []string // operations that outlived opTimeout
+}
+
+// opTimeout bounds one workload operation. The clients retry for 20 s; an
+// operation still running long after that is stuck, not retrying, and is
+// reported as hung (a gap) rather than left to hang the test.
+const opTimeout = 60 * time.Second
+
+func (w *Workload) opContext(what string) (context.Context, func()) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	start := time.Now()
+	return ctx, func() {
+		if ctx.Err() == context.DeadlineExceeded {
+			w.mu.Lock()
+			w.hung = append(w.hung, fmt.Sprintf("%s (started %s)", what, start.Format("15:04:05.000")))
+			w.mu.Unlock()
+		}
+		cancel()
+	}
+}
+
+// Hung lists the operations that did not end within opTimeout.
+func (w *Workload) Hung() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.hung...)
 }
 
 // WorkloadConfig says how many writers of each kind run.
@@ -180,18 +206,19 @@ func (w *Workload) fail(via string, err error) {
 func (w *Workload) clientWrite(fs *client.FS, g, i int, rng *rand.Rand, maxSize int) {
 	p := fmt.Sprintf("/load/c%d-%05d", g, i)
 	data := content(rng, 1+rng.IntN(maxSize))
-	ctx := context.Background()
+	ctx, done := w.opContext("client write " + p)
+	defer done()
 	f, err := fs.Create(ctx, p, 0o644)
 	if err != nil {
 		w.fail("client", err)
 		return
 	}
-	if _, err := f.WriteAt(data, 0); err != nil {
-		f.Close()
+	if _, err := f.WriteAtContext(ctx, data, 0); err != nil {
+		f.CloseContext(ctx)
 		w.fail("client", err)
 		return
 	}
-	if err := f.Close(); err != nil {
+	if err := f.CloseContext(ctx); err != nil {
 		w.fail("client", err)
 		return
 	}
@@ -328,7 +355,7 @@ func readAll(ctx context.Context, fs *client.FS, p string) ([]byte, error) {
 		return nil, err
 	}
 	buf := make([]byte, f.Size())
-	n, err := f.ReadAt(buf, 0)
+	n, err := f.ReadAtContext(ctx, buf, 0)
 	if err == io.EOF && n == len(buf) {
 		err = nil
 	}
@@ -359,16 +386,17 @@ func writeRegister(ctx context.Context, fs *client.FS, k int, v uint64, create b
 	}
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], v)
-	if _, err := f.WriteAt(b[:], 0); err != nil {
-		f.Close()
+	if _, err := f.WriteAtContext(ctx, b[:], 0); err != nil {
+		f.CloseContext(ctx)
 		return err
 	}
-	return f.Close()
+	return f.CloseContext(ctx)
 }
 
 func (w *Workload) registerOp(fs *client.FS, g int, rng *rand.Rand, regs int) {
-	ctx := context.Background()
 	k := rng.IntN(regs)
+	ctx, done := w.opContext(fmt.Sprintf("register %d operation", k))
+	defer done()
 	call := time.Now().UnixNano()
 	if rng.IntN(2) == 0 {
 		v := w.regVal.Add(1)
