@@ -413,6 +413,27 @@ func TestLiveConditionalWrites(t *testing.T) {
 	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("cond"), Key: aws.String("lock"), IfMatch: p2.ETag}); err != nil {
 		t.Fatalf("delete If-Match: %v", err)
 	}
+	// CopyObject and CompleteMultipartUpload take the same conditions.
+	mustPut(t, c, "cond", "src", []byte("source"))
+	mustPut(t, c, "cond", "dst", []byte("dest"))
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("cond"), Key: aws.String("dst"), CopySource: aws.String("cond/src"), IfNoneMatch: aws.String("*")}); errCodeOf(err) != "PreconditionFailed" {
+		t.Fatalf("copy If-None-Match onto an existing key: %v", err)
+	}
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("cond"), Key: aws.String("dst2"), CopySource: aws.String("cond/src"), IfNoneMatch: aws.String("*")}); err != nil {
+		t.Fatalf("copy If-None-Match onto a free key: %v", err)
+	}
+	cu, _ := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("cond"), Key: aws.String("dst")})
+	up, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("cond"), Key: aws.String("dst"), UploadId: cu.UploadId, PartNumber: aws.Int32(1), Body: strings.NewReader("mp")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mpDone := &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: up.ETag}}}
+	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("cond"), Key: aws.String("dst"), UploadId: cu.UploadId, MultipartUpload: mpDone, IfNoneMatch: aws.String("*")}); errCodeOf(err) != "PreconditionFailed" {
+		t.Fatalf("complete If-None-Match onto an existing key: %v", err)
+	}
+	if got := mustGet(t, c, "cond", "dst"); string(got) != "dest" {
+		t.Fatalf("a refused completion replaced the object: %q", got)
+	}
 	// GET conditions.
 	p3 := mustPut(t, c, "cond", "g", []byte("x"))
 	if _, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("cond"), Key: aws.String("g"), IfNoneMatch: p3.ETag}); !strings.Contains(fmt.Sprint(err), "304") {
