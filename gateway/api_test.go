@@ -613,8 +613,12 @@ func TestLiveRenameObject(t *testing.T) {
 		t.Fatalf("rename onto an existing key with If-None-Match: %v", err)
 	}
 	// A directory of many objects moves in one transaction while listings
-	// run (FLYFS_S3_RENAME_OBJECTS; the full run uses 10000).
-	n := int(envInt("FLYFS_S3_RENAME_OBJECTS", 2000))
+	// run (FLYFS_S3_RENAME_OBJECTS; 10 000 by default, 1 000 with -short).
+	def := int64(10000)
+	if testing.Short() {
+		def = 1000
+	}
+	n := int(envInt("FLYFS_S3_RENAME_OBJECTS", def))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
 	for i := 0; i < n; i++ {
