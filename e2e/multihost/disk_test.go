@@ -24,12 +24,13 @@ func (c *Cluster) nodeStats(i int) (*storageapi.StatsResp, error) {
 	return storageapi.Client{RPC: c.rc}.Stats(ctx, c.StoragedAddr(i))
 }
 
-// (e) fill one storage node's disk (a 64 MiB tmpfs) to ENOSPC under the
+// (e) fill one storage node's disk (a 160 MiB tmpfs; the chunk engine keeps
+// 64 MiB of it in reserve for its metadata store) to ENOSPC under the
 // workload plus a filler writing 4 MiB files; then remove the filler's
 // files, so their chunks are collected and the disk has room again.
 func TestFillDiskToENOSPC(t *testing.T) {
 	const full = 3 // storaged4
-	runScenario(t, false, Config{TmpfsStoraged: map[int]string{full: "64m"}}, WorkloadConfig{MaxFile: 1 << 20}, func(s *Scenario) {
+	runScenario(t, false, Config{TmpfsStoraged: map[int]string{full: "160m"}}, WorkloadConfig{MaxFile: 1 << 20}, func(s *Scenario) {
 		ctx := context.Background()
 		fs := s.C.Dial(10 * time.Second)
 		if err := fs.MkdirAll(ctx, "/filler", 0o755); err != nil {
@@ -64,7 +65,7 @@ func TestFillDiskToENOSPC(t *testing.T) {
 			}
 		}
 		if !readOnly {
-			t.Errorf("storaged%d's 64 MiB disk never reported itself full (%d filler files written, %d failed)", full+1, filled, failed)
+			t.Errorf("storaged%d's 160 MiB disk never reported itself full (%d filler files written, %d failed)", full+1, filled, failed)
 		}
 		s.Pause(time.Second, 3*time.Second) // the workload runs on against a full disk
 		in := s.C.Routing()
