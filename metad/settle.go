@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/flyfs/flyfs/core/api/storageapi"
 	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/metad/ns"
 )
 
@@ -56,10 +58,35 @@ func (s *Server) settle(ctx context.Context, in ns.Inode) (ns.Inode, error) {
 }
 
 // storageLength is the end of the inode's last chunk over the chains that
-// may hold its chunks.
+// may hold its chunks. A chain that moved on (a failover) is asked again
+// with fresh routing, a few times.
 func (s *Server) storageLength(ctx context.Context, in ns.Inode) (uint64, error) {
+	var err error
+	for try := 0; try < 4; try++ {
+		var n uint64
+		info := s.routing.Current()
+		if n, err = s.storageLengthOnce(ctx, in, info); err == nil {
+			return n, nil
+		}
+		switch rpc.CodeOf(err) {
+		case storageapi.CodeChainVersion, storageapi.CodeNotHead, storageapi.CodeTargetNotServing, rpc.Unavailable:
+		default:
+			return 0, err
+		}
+		if _, rerr := s.routing.Refresh(ctx, info.Version); rerr != nil {
+			return 0, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Duration(50<<try) * time.Millisecond):
+		}
+	}
+	return 0, err
+}
+
+func (s *Server) storageLengthOnce(ctx context.Context, in ns.Inode, info *routing.Info) (uint64, error) {
 	l := in.Layout
-	info := s.routing.Current()
 	list, ok := info.Table(l.TableID, l.TableVersion)
 	if !ok {
 		return 0, fmt.Errorf("chain table %d version %d is not in routing", l.TableID, l.TableVersion)

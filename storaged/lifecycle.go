@@ -187,7 +187,16 @@ func (s *Server) advanceStates(info *routing.Info) {
 func (s *Server) heartbeat(ctx context.Context, timeout time.Duration) {
 	req := &mgmtdapi.HeartbeatReq{Node: s.cfg.Node, Addr: s.cfg.Addr, Seq: uint64(time.Now().UnixNano()), Incarnation: s.life.incarn}
 	for _, t := range s.allTargets() {
-		req.Targets = append(req.Targets, mgmtdapi.TargetReport{Target: t.id, Chain: t.chain, Local: t.state.get(), Disk: t.disk})
+		local := t.state.get()
+		if t.disk >= 0 && t.disk < len(s.engines) && s.engines[t.disk].Stats().ReadOnly {
+			// A disk that went read-only (full, or a write error) cannot take
+			// its chains' writes: report its targets offline so mgmtd takes
+			// them out and the chains go on with the other replicas, instead
+			// of every write failing at this hop. They rejoin through
+			// recovery after a restart on a writable disk.
+			local = routing.LocalOffline
+		}
+		req.Targets = append(req.Targets, mgmtdapi.TargetReport{Target: t.id, Chain: t.chain, Local: local, Disk: t.disk})
 	}
 	for i, e := range s.engines {
 		st := e.Stats()
@@ -200,6 +209,7 @@ func (s *Server) heartbeat(ctx context.Context, timeout time.Duration) {
 	}
 	hctx, cancel := context.WithTimeout(ctx, max(timeout, 200*time.Millisecond))
 	defer cancel()
+	sent := time.Now()
 	resp, err := s.cfg.Mgmtd.Heartbeat(hctx, req)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -207,10 +217,19 @@ func (s *Server) heartbeat(ctx context.Context, timeout time.Duration) {
 		}
 		return
 	}
-	s.life.lastOK.Store(time.Now().UnixNano())
+	// The lease counts from when the heartbeat left, not when the answer came
+	// back; and it is renewed only once this node's routing is as new as
+	// mgmtd's. A node frozen past its lease (SIGSTOP, a long GC pause) must
+	// not, on waking, serve requests that name the chain versions it knew:
+	// mgmtd may have moved its chains on while it slept.
 	if resp.RoutingVersion > s.cfg.Routing.Current().Version {
-		s.cfg.Routing.Refresh(ctx, s.cfg.Routing.Current().Version)
+		if _, err := s.cfg.Routing.Refresh(ctx, s.cfg.Routing.Current().Version); err != nil || s.cfg.Routing.Current().Version < resp.RoutingVersion {
+			s.log.Debug("routing refresh after heartbeat failed; lease not renewed", "err", err)
+			return
+		}
+		s.advanceStates(s.cfg.Routing.Current())
 	}
+	s.life.lastOK.Store(sent.UnixNano())
 }
 
 // handleSyncDone: the predecessor has sent this target everything.

@@ -122,7 +122,10 @@ func (c *ChunkIO) Update(ctx context.Context, u Update) (storageapi.ChunkMeta, e
 		addr, _ := info.Addr(head.Node)
 		req.Key = storageapi.Key{Chain: uint32(u.Chain), ChainVer: chain.Version, Chunk: u.Chunk}
 		start := time.Now()
-		resp, err := c.storage.Write(ctx, addr, req, u.Data)
+		actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+		resp, err := c.storage.Write(actx, addr, req, u.Data)
+		cancel()
+		err = attemptErr(ctx, actx, err, addr)
 		c.Window().Observe(time.Since(start), requestClass(true, len(u.Data)), outcomeOf(err, ctx.Err()))
 		if err == nil {
 			meta = resp.Meta
@@ -299,7 +302,10 @@ func (c *ChunkIO) rpcRead(ctx context.Context, info *routing.Info, node routing.
 		total += int(w.Length)
 	}
 	start := time.Now()
-	resp, data, err := c.storage.BatchRead(ctx, addr, &storageapi.BatchReadReq{Relaxed: relaxed, IOs: wire})
+	actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+	resp, data, err := c.storage.BatchRead(actx, addr, &storageapi.BatchReadReq{Relaxed: relaxed, IOs: wire})
+	cancel()
+	err = attemptErr(ctx, actx, err, addr)
 	c.Window().Observe(time.Since(start), requestClass(false, total), outcomeOf(err, ctx.Err()))
 	if err != nil {
 		return nil, err
@@ -333,11 +339,28 @@ func (c *ChunkIO) rpcRead(ctx context.Context, info *routing.Info, node routing.
 	return out, nil
 }
 
+// AttemptTimeout bounds one chunk RPC. A node that stops answering (frozen,
+// cut off) without closing its connections would otherwise hold the call
+// forever; past this the attempt counts as Unavailable and is retried with
+// fresh routing, which by then names another head or replica.
+var AttemptTimeout = 10 * time.Second
+
+// attemptErr turns an attempt's own timeout (the caller's context still
+// live) into a retryable Unavailable.
+func attemptErr(ctx, actx context.Context, err error, addr string) error {
+	if err != nil && ctx.Err() == nil && actx.Err() != nil {
+		return rpc.Errorf(rpc.Unavailable, "storage %s did not answer within %v", addr, AttemptTimeout)
+	}
+	return err
+}
+
 // retryable codes: routing moved, a node is down, or the chunk is mid-update.
+// DataLoss (a replica's checksum failed) is retried too: another replica, or
+// the same one after repair, has the data.
 func retryable(err error) bool {
 	switch rpc.CodeOf(err) {
 	case storageapi.CodeChainVersion, storageapi.CodeNotHead, storageapi.CodeNoTarget, storageapi.CodeTargetNotServing,
-		storageapi.CodeNotCommitted, storageapi.CodeChannelBusy, rpc.Unavailable:
+		storageapi.CodeNotCommitted, storageapi.CodeChannelBusy, rpc.Unavailable, rpc.DataLoss:
 		return true
 	}
 	return false
