@@ -613,8 +613,12 @@ func TestLiveRenameObject(t *testing.T) {
 		t.Fatalf("rename onto an existing key with If-None-Match: %v", err)
 	}
 	// A directory of many objects moves in one transaction while listings
-	// run (FLYFS_S3_RENAME_OBJECTS; 10 000 by default, 1 000 with -short).
+	// run (FLYFS_S3_RENAME_OBJECTS; 10 000 by default, 2 000 under the race
+	// detector, 1 000 with -short).
 	def := int64(10000)
+	if raceOn {
+		def = 2000
+	}
 	if testing.Short() {
 		def = 1000
 	}
