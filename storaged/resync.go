@@ -124,7 +124,25 @@ func (s *Server) recover(ctx context.Context, t *target, succ routing.Target) er
 	}
 	lim := rate.NewLimiter(rate.Limit(limit), 64<<20)
 	sent, removed := 0, 0
+	// Removals first: a successor that left its chain with a full disk gets
+	// the room back (chunks collected meanwhile) before it is sent anything.
+	var sends []engine.ChunkID
 	for _, id := range ids {
+		switch craq.SyncDecision(local[id], remote[id]) {
+		case craq.SyncSend:
+			sends = append(sends, id)
+			continue
+		case craq.SyncRemove:
+			if err := s.transferRemove(ctx, t, succ, id); err != nil {
+				return err
+			}
+			removed++
+		}
+		t.state.mu.Lock()
+		t.state.syncDone++
+		t.state.mu.Unlock()
+	}
+	for _, id := range sends {
 		switch craq.SyncDecision(local[id], remote[id]) {
 		case craq.SyncSend:
 			n, err := s.transfer(ctx, t, succ, id, lim)

@@ -70,9 +70,18 @@ func TestFillDiskToENOSPC(t *testing.T) {
 		s.Pause(time.Second, 3*time.Second) // the workload runs on against a full disk
 		in := s.C.Routing()
 		t.Logf("with the disk full: node %d targets serving: %v; %d filler writes failed", full+1, NodeIs(in, full, routing.Serving), failed)
+		if NodeIs(in, full, routing.Serving) {
+			t.Errorf("storaged%d's disk is full but its targets still serve (writes through them fail)", full+1)
+		}
 		if err := fs.RemoveAll(ctx, "/filler"); err != nil {
 			t.Errorf("remove the filler: %v", err)
 		}
+		// Known limit: the workload keeps writing more than this small disk
+		// can hold, so the node cannot rejoin (recovery sends removals first,
+		// but its share of the chains' data no longer fits): its targets stay
+		// out and the convergence check below waits in vain. An operator
+		// grows or frees the disk and restarts the node.
+		s.Gap("storaged%d cannot rejoin: its disk is smaller than its chains' data (expected; convergence waits for a bigger disk)", full+1)
 	})
 }
 
