@@ -282,3 +282,41 @@ func randomString(n int, alphabet string) string {
 	}
 	return sb.String()
 }
+
+// SetBuckets replaces a key's per-bucket permissions in one transaction
+// (the console's key page edits them).
+func (s *KeyStore) SetBuckets(ctx context.Context, id string, buckets map[string]Permission) error {
+	for b, p := range buckets {
+		if b != "*" && !validBucketName(b) {
+			return fmt.Errorf("bucket %q is not a valid bucket name", b)
+		}
+		if p != PermRead && p != PermReadWrite {
+			return fmt.Errorf("bucket %q: permission %q, want read or readwrite", b, p)
+		}
+	}
+	err := s.db.Run(ctx, func(tx kv.Txn) error {
+		v, found, err := tx.Get(ctx, keyKey(id))
+		if err != nil {
+			return err
+		}
+		if !found {
+			return ErrNoSuchAccessKey
+		}
+		var k AccessKey
+		if err := json.Unmarshal(v, &k); err != nil {
+			return fmt.Errorf("access key %s: %w", id, err)
+		}
+		k.Buckets = buckets
+		nv, err := json.Marshal(k)
+		if err != nil {
+			return err
+		}
+		tx.Set(keyKey(id), nv)
+		return nil
+	})
+	s.drop(id)
+	return err
+}
+
+// ErrNoSuchAccessKey: SetBuckets of a key that does not exist.
+var ErrNoSuchAccessKey = errors.New("no such access key")

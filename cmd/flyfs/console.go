@@ -16,6 +16,7 @@ import (
 	"github.com/flyfs/flyfs/console"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/kv/kvopen"
+	"github.com/flyfs/flyfs/gateway"
 	"github.com/spf13/cobra"
 )
 
@@ -43,10 +44,10 @@ func consoleCmd() *cobra.Command {
 services, capacity, chains and target states, recovery progress, the namespace
 browser and access keys, on --console-addr.
 
-Access keys live in the cluster's KV store (--kv and its flags, as for metad; use
-etcd or fdb when the store is shared with other processes). Sign in with an access
-key that has admin rights. When the store holds no admin key, one is created and
-printed once at start.
+Access keys are the S3 gateway's, in the cluster's KV store (--kv and its flags,
+as for metad; use etcd or fdb when the store is shared with the gateways). Sign in
+with the root key or a key with admin rights; keys made here work for S3. When the
+store holds no root key, one is created and printed once at start.
 
 With --tls-cert and --tls-key the console serves HTTPS and marks its session
 cookie Secure; otherwise serve it on a loopback address or behind a TLS proxy.`,
@@ -90,11 +91,14 @@ func runConsole(ctx context.Context, o consoleOptions, cmd *cobra.Command) error
 	}
 	defer db.Close()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	keys := console.KVKeys{DB: db}
-	if k, created, err := console.EnsureAdminKey(ctx, keys); err != nil {
+	// The S3 gateway's key store (shared through the KV store): the root
+	// key and keys with admin rights sign in; keys made here work for S3.
+	store := gateway.NewKeyStore(db)
+	keys := consoleKeys{store: store}
+	if k, created, err := store.EnsureRoot(ctx); err != nil {
 		return fmt.Errorf("access keys: %w", err)
 	} else if created {
-		fmt.Fprintf(out, "created an admin access key (the secret is shown only now):\n  access key %s\n  secret key %s\n", k.AccessKey, k.Secret)
+		fmt.Fprintf(out, "created the root access key (the secret is shown only now):\n  access key %s\n  secret key %s\n", k.ID, k.Secret)
 	}
 	var fs *client.FS
 	if !o.noFS {

@@ -21,6 +21,7 @@ import (
 	"github.com/flyfs/flyfs/core/kv/kvopen"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/flyfs/flyfs/gateway"
 	"github.com/flyfs/flyfs/metad"
 	"github.com/flyfs/flyfs/mgmtd"
 	"github.com/flyfs/flyfs/posix/fusefs"
@@ -44,6 +45,9 @@ type serverOptions struct {
 	consoleAddr string
 	s3Addr      string
 	mountpoint  string
+	// The S3 root key (FLYFS_ACCESS_KEY/FLYFS_SECRET_KEY); empty: generated
+	// on the first start and printed once.
+	accessKey, secretKey string
 }
 
 func serverCmd() *cobra.Command {
@@ -80,6 +84,9 @@ and the console join this process as their issues land.`,
 	f.BoolVar(&o.noSync, "no-sync", false, "acknowledge writes before they reach the disk")
 	f.StringVar(&o.consoleAddr, "console-addr", "127.0.0.1:9400", "address of the admin console (empty: no console)")
 	f.StringVar(&o.mountpoint, "mount", "", "also mount the file system here with FUSE (unmounted at exit)")
+	f.StringVar(&o.s3Addr, "s3-addr", "127.0.0.1:9300", "address of the S3 gateway (empty: no gateway)")
+	f.StringVar(&o.accessKey, "access-key", "", "S3 root access key (env FLYFS_ACCESS_KEY); empty: generated on the first start and printed")
+	f.StringVar(&o.secretKey, "secret-key", "", "S3 root secret key (env FLYFS_SECRET_KEY)")
 	return cmd
 }
 
@@ -198,8 +205,28 @@ func runServer(ctx context.Context, o serverOptions, out interface{ Write([]byte
 		return fmt.Errorf("connect the front ends: %w", err)
 	}
 	defer fs.Close()
+	// Access keys: the gateway's store, shared by the console (sign-in with
+	// the root key or any key with admin rights).
+	keys := gateway.NewKeyStore(db)
+	if o.accessKey == "" && o.secretKey == "" {
+		k, created, err := keys.EnsureRoot(ctx)
+		if err != nil {
+			return err
+		}
+		if created {
+			fmt.Fprintf(out, "  root key  access key %s, secret %s (generated; shown only now)\n", k.ID, k.Secret)
+		}
+	}
+	ckeys := consoleKeys{store: keys, rootID: o.accessKey, rootSecret: o.secretKey}
+	if o.s3Addr != "" {
+		stopGateway, err := serveGateway(ctx, o, db, fs, mgmtdAddrs, out, log)
+		if err != nil {
+			return err
+		}
+		defer stopGateway()
+	}
 	if o.consoleAddr != "" {
-		stopConsole, err := serveConsole(ctx, o, db, fs, mgmtdAddrs, out, log)
+		stopConsole, err := serveConsole(ctx, o, ckeys, fs, mgmtdAddrs, out, log)
 		if err != nil {
 			return err
 		}
@@ -270,12 +297,7 @@ func clusterID(ctx context.Context, db *kv.DB) (id string, fresh bool, err error
 
 // serveConsole serves the admin console on o.consoleAddr, creating (and
 // printing once) an admin access key when the store has none.
-func serveConsole(ctx context.Context, o serverOptions, db *kv.DB, fs *client.FS, mgmtds []string, out io.Writer, log *slog.Logger) (func(), error) {
-	keys := console.KVKeys{DB: db}
-	k, created, err := console.EnsureAdminKey(ctx, keys)
-	if err != nil {
-		return nil, fmt.Errorf("console access keys: %w", err)
-	}
+func serveConsole(ctx context.Context, o serverOptions, keys console.Keys, fs *client.FS, mgmtds []string, out io.Writer, log *slog.Logger) (func(), error) {
 	l, err := net.Listen("tcp", o.consoleAddr)
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
@@ -287,10 +309,7 @@ func serveConsole(ctx context.Context, o serverOptions, db *kv.DB, fs *client.FS
 	}
 	srv := &http.Server{Handler: con, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(l)
-	fmt.Fprintf(out, "  console   http://%s/\n", l.Addr())
-	if created {
-		fmt.Fprintf(out, "            admin access key %s, secret %s (shown only now)\n", k.AccessKey, k.Secret)
-	}
+	fmt.Fprintf(out, "  console   http://%s/ (sign in with the root key)\n", l.Addr())
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -332,4 +351,32 @@ func waitChainsServe(ctx context.Context, src *client.MgmtdSource, d time.Durati
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// serveGateway serves the S3 gateway on o.s3Addr over the shared client, and
+// registers it with mgmtd (the console lists it).
+func serveGateway(ctx context.Context, o serverOptions, db *kv.DB, fs *client.FS, mgmtds []string, out io.Writer, log *slog.Logger) (func(), error) {
+	gw, err := gateway.New(gateway.Config{FS: fs, KV: db, RootAccessKey: o.accessKey, RootSecretKey: o.secretKey, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", o.s3Addr)
+	if err != nil {
+		gw.Close()
+		return nil, fmt.Errorf("s3 gateway: %w", err)
+	}
+	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 30 * time.Second}
+	go srv.Serve(l)
+	rctx, stopReg := context.WithCancel(context.Background())
+	rc := rpc.NewClient(rpc.Options{Token: o.token, Logger: log})
+	go client.NewMgmtd(rc, mgmtds).KeepRegistered(rctx, mgmtdapi.KindGateway, "server", l.Addr().String(), log)
+	fmt.Fprintf(out, "  s3        http://%s/ (path-style; aws --endpoint-url http://%s)\n", l.Addr(), l.Addr())
+	return func() {
+		stopReg()
+		rc.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		gw.Close()
+	}, nil
 }
