@@ -178,6 +178,26 @@ func (g *Gateway) metaOf(ctx context.Context, in metaapi.Inode) (*objectMeta, er
 	return om, nil
 }
 
+// primeMeta caches the object record a listing page brought along (raw is
+// the user.s3.object value, nil if the file has none), valid for the inode
+// as the same snapshot read it.
+func (g *Gateway) primeMeta(in metaapi.Inode, raw []byte) {
+	var om *objectMeta
+	if raw != nil {
+		om = new(objectMeta)
+		if json.Unmarshal(raw, om) != nil {
+			om = nil
+		}
+	}
+	c := &g.mcache
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= metaCacheMax {
+		c.m = make(map[uint64]cachedMeta)
+	}
+	c.m[in.ID] = cachedMeta{ctime: in.Ctime, gen: in.Gen, om: om}
+	c.mu.Unlock()
+}
+
 func (g *Gateway) storeMeta(ctx context.Context, ino uint64, om *objectMeta) error {
 	v, err := json.Marshal(om)
 	if err != nil {

@@ -171,7 +171,7 @@ func (l *lister) walk(ino uint64, dk string) error {
 	}
 	limit := max(l.max+2, 64) // one read usually covers the page and the look past it
 	for {
-		ents, more, err := l.g.meta.ReadDir(l.ctx, ino, after, limit, true)
+		ents, more, err := l.g.meta.ReadDirXattr(l.ctx, ino, after, limit, xattrObject)
 		if err != nil {
 			if e := errnoOf(err); e == syscall.ENOENT || e == syscall.ENOTDIR {
 				return nil // vanished while we walked
@@ -202,6 +202,7 @@ func (l *lister) walk(ino uint64, dk string) error {
 				return err
 			}
 			if e.Type == metaapi.TypeFile && e.Inode != nil {
+				l.g.primeMeta(*e.Inode, e.Xattr) // the record came with the page: no call per object
 				if err := l.object(dk+e.Name, *e.Inode); err != nil {
 					return err
 				}

@@ -247,7 +247,7 @@ func (s *Server) readDir(ctx context.Context, r *metaapi.ReadDirReq, _ []byte) (
 		for i, e := range ents {
 			ids[i] = e.Ino
 		}
-		ins, err := s.ns.StatMany(ctx, ids)
+		ins, vals, err := s.ns.StatManyXattr(ctx, ids, r.Xattr)
 		if err != nil {
 			return nil, nil, wire(err)
 		}
@@ -255,6 +255,7 @@ func (s *Server) readDir(ctx context.Context, r *metaapi.ReadDirReq, _ []byte) (
 			if ins[i] != nil {
 				w := toWire(*ins[i])
 				resp.Entries[i].Inode = &w
+				resp.Entries[i].Xattr = vals[i]
 			}
 		}
 	}

@@ -167,6 +167,17 @@ func (m *Meta) ReadDir(ctx context.Context, dir uint64, after string, limit int,
 	return r.Entries, r.More, nil
 }
 
+// ReadDirXattr is ReadDir with plus that also returns the extended attribute
+// name of each entry (DirEntry.Xattr; nil where absent), in one call.
+func (m *Meta) ReadDirXattr(ctx context.Context, dir uint64, after string, limit int, name string) ([]metaapi.DirEntry, bool, error) {
+	req := &metaapi.ReadDirReq{Dir: dir, After: after, Limit: limit, Plus: true, Xattr: name}
+	r, err := callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.ReadDirResp, error) { return c.ReadDir(ctx, req) })
+	if err != nil {
+		return nil, false, err
+	}
+	return r.Entries, r.More, nil
+}
+
 // SetAttr changes the attributes in req.Mask.
 func (m *Meta) SetAttr(ctx context.Context, ino uint64, req metaapi.SetAttrReq) (metaapi.Inode, error) {
 	req.Ino = ino

@@ -29,7 +29,20 @@ func (n *Namespace) Stat(ctx context.Context, ino uint64) (Inode, error) {
 // StatMany returns the inodes of ids in one snapshot (readdirplus); an id
 // whose inode is gone gets nil.
 func (n *Namespace) StatMany(ctx context.Context, ids []uint64) ([]*Inode, error) {
+	out, _, err := n.StatManyXattr(ctx, ids, "")
+	return out, err
+}
+
+// StatManyXattr is StatMany that also reads the extended attribute name of
+// each inode in the same snapshot (nil where absent; none if name is "").
+func (n *Namespace) StatManyXattr(ctx context.Context, ids []uint64, name string) ([]*Inode, [][]byte, error) {
+	if name != "" {
+		if err := checkXattrName(name); err != nil {
+			return nil, nil, err
+		}
+	}
 	out := make([]*Inode, len(ids))
+	vals := make([][]byte, len(ids))
 	err := n.view(ctx, func(tx kv.ReadTxn) error {
 		for i, id := range ids {
 			in, err := statInode(ctx, tx, id)
@@ -37,10 +50,20 @@ func (n *Namespace) StatMany(ctx context.Context, ids []uint64) ([]*Inode, error
 				return err
 			}
 			out[i] = in
+			if in == nil || name == "" {
+				continue
+			}
+			v, found, err := tx.SnapshotGet(ctx, xattrKey(id, name))
+			if err != nil {
+				return err
+			}
+			if found {
+				vals[i] = v
+			}
 		}
 		return nil
 	})
-	return out, err
+	return out, vals, err
 }
 
 // statInode reads an inode as Stat reports it (snapshot reads).

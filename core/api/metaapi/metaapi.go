@@ -198,6 +198,9 @@ type ReadDirReq struct {
 	After string `cbor:"2,keyasint,omitempty"`
 	Limit int    `cbor:"3,keyasint,omitempty"`
 	Plus  bool   `cbor:"4,keyasint,omitempty"` // also return each entry's inode
+	// Xattr, with Plus, also returns this extended attribute of each entry
+	// (the S3 gateway's object record: a listing page is one call).
+	Xattr string `cbor:"5,keyasint,omitempty"`
 }
 
 // DirEntry is one directory entry.
@@ -208,6 +211,8 @@ type DirEntry struct {
 	// Inode is set by a ReadDir with Plus (nil if the entry vanished
 	// between the listing and the inode read).
 	Inode *Inode `cbor:"4,keyasint,omitempty"`
+	// Xattr is the value of ReadDirReq.Xattr (nil: the entry has none).
+	Xattr []byte `cbor:"5,keyasint,omitempty"`
 }
 
 // ReadDirResp is a page of entries.
