@@ -348,7 +348,8 @@ var AttemptTimeout = 10 * time.Second
 // attemptErr turns an attempt's own timeout (the caller's context still
 // live) into a retryable Unavailable.
 func attemptErr(ctx, actx context.Context, err error, addr string) error {
-	if err != nil && ctx.Err() == nil && actx.Err() != nil {
+	// (actx is cancelled by then; only a deadline that fired first counts)
+	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
 		return rpc.Errorf(rpc.Unavailable, "storage %s did not answer within %v", addr, AttemptTimeout)
 	}
 	return err
