@@ -72,6 +72,7 @@ func (s *Server) readOne(rio storageapi.ReadIO, relaxed bool, buf []byte) (int, 
 	}
 	n, err := h.ReadAt(buf, int64(rio.Offset))
 	if err != nil && !errors.Is(err, io.EOF) {
+		s.noteCorrupt(t, rio.Key.Chunk, err) // the client reads another replica; this one gets repaired
 		return 0, 0, err
 	}
 	return n, m.CommitVer, nil

@@ -62,6 +62,7 @@ func (s *Server) redrive(t *target, chunk layout.ChunkID) bool {
 	}
 	content, err := readWhole(t.eng, k)
 	if err != nil {
+		s.noteCorrupt(t, chunk, err)
 		return false
 	}
 	req := &storageapi.WriteReq{Key: storageapi.Key{Chain: uint32(t.chain), ChainVer: c.Version, Chunk: chunk},

@@ -196,6 +196,9 @@ func (s *Server) transfer(ctx context.Context, t *target, succ routing.Target, i
 	}
 	content, err := readWhole(t.eng, k)
 	if err != nil {
+		// A corrupt chunk is never sent: recovery stops (and is retried)
+		// until the chunk is repaired from another serving replica.
+		s.noteCorrupt(t, layout.ChunkID(id), err)
 		return 0, err
 	}
 	if err := lim.WaitN(ctx, min(len(content), lim.Burst())); err != nil {

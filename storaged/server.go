@@ -52,6 +52,17 @@ type Config struct {
 	HeartbeatTimeout time.Duration
 	// ResyncBytesPerSec throttles recovery transfers; 0 means 256 MiB/s.
 	ResyncBytesPerSec int64
+
+	// RepairWorkers bounds the repairs of corrupt chunk replicas running at
+	// once (each fetches a whole chunk from another replica); 0 means 2.
+	RepairWorkers int
+	// ScrubInterval, when positive, turns on the background scrub: a pass
+	// over every chunk of this node's targets, verifying its content and
+	// scheduling repairs, starts this long after the previous one started
+	// (or finished, if it took longer). Off by default.
+	ScrubInterval time.Duration
+	// ScrubBytesPerSec throttles the scrub's reads; 0 means 16 MiB/s.
+	ScrubBytesPerSec int64
 }
 
 // Server is a storage service: its targets' chunks on its disks, and CRAQ
@@ -69,7 +80,9 @@ type Server struct {
 	targets map[routing.ChainID]*target
 
 	life      lifecycle // managed mode: heartbeats, fencing, recovery
-	redriving sync.Map  // engine.Key -> struct{}: pending chunks being re-driven
+	repair    repairer  // rewrites corrupt chunk replicas from good ones
+	bgWG      sync.WaitGroup // the scrub
+	redriving sync.Map // engine.Key -> struct{}: pending chunks being re-driven
 	stopBg    context.CancelFunc
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -139,12 +152,20 @@ func New(cfg Config) (*Server, error) {
 	rpc.Handle(s.rpc, storageapi.MethodDumpChunkMeta, s.handleDumpChunkMeta)
 	rpc.Handle(s.rpc, storageapi.MethodStats, s.handleStats)
 	rpc.Handle(s.rpc, storageapi.MethodSyncDone, s.handleSyncDone)
+	bg, stop := context.WithCancel(context.Background())
+	s.stopBg = stop
+	s.startRepairs(bg)
 	if cfg.Mgmtd != nil {
 		s.startLifecycle()
 	}
-	bg, stop := context.WithCancel(context.Background())
-	s.stopBg = stop
 	go s.watchHeads(bg)
+	if cfg.ScrubInterval > 0 {
+		s.bgWG.Add(1)
+		go func() {
+			defer s.bgWG.Done()
+			s.scrub(bg)
+		}()
+	}
 	return s, nil
 }
 
@@ -160,6 +181,8 @@ func (s *Server) Close() error {
 		s.stopLifecycle()
 		s.rpc.Close()
 		s.peers.RPC.Close()
+		s.repair.wg.Wait()
+		s.bgWG.Wait()
 		err = s.closeEngines()
 	})
 	return err
@@ -232,6 +255,7 @@ func (s *Server) handleStats(ctx context.Context, _ *storageapi.StatsReq, _ []by
 		st := e.Stats()
 		resp.Disks = append(resp.Disks, storageapi.DiskStats{Path: s.cfg.Disks[i], Chunks: uint64(st.Chunks), UsedBytes: uint64(st.UsedBytes),
 			AllocatedBytes: uint64(st.AllocatedBytes), ChecksumErrors: uint64(st.ChecksumErrors), ReadOnly: st.ReadOnly, ReadOnlyReason: st.ReadOnlyReason})
+		s.repairStats(i, &resp.Disks[i])
 	}
 	for _, t := range s.allTargets() {
 		st := t.state.snapshot()

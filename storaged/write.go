@@ -117,6 +117,7 @@ func (s *Server) updateLocked(ctx context.Context, t *target, req *storageapi.Wr
 	unlock := s.locks.lock(t.key(req.Key.Chunk))
 	defer unlock()
 	resp, err := s.updateHeld(ctx, t, req, data)
+	s.noteCorrupt(t, req.Key.Chunk, err) // an update that had to read a corrupt segment
 	if err != nil && !req.Forwarded && !req.Resync {
 		s.redriveLater(t, req.Key.Chunk) // a failed update may leave it pending here
 	}
@@ -210,6 +211,7 @@ func (s *Server) forward(ctx context.Context, t *target, req *storageapi.WriteRe
 		if req.Kind != storageapi.KindRemove && craq.ForwardReplace(fwd.Syncing, d, gap) {
 			content, err := readWhole(t.eng, t.key(req.Key.Chunk))
 			if err != nil {
+				s.noteCorrupt(t, req.Key.Chunk, err)
 				return err
 			}
 			fwd.Kind, fwd.Offset, fwd.Length = storageapi.KindReplace, 0, 0

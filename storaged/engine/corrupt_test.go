@@ -200,3 +200,40 @@ func TestCorruptRecords(t *testing.T) {
 		t.Fatalf("Verify after repair = %+v, %v", rep, err)
 	}
 }
+
+// Handle.Verify finds a flipped byte anywhere in a chunk (past its first
+// 16-segment stretch too), counts it, and passes clean chunks.
+func TestHandleVerify(t *testing.T) {
+	dir := t.TempDir()
+	e := openT(t, dir, testOptions())
+	clean, bad, empty := tkey(1, 1, 0), tkey(1, 2, 0), tkey(1, 3, 0)
+	mustApply(t, e, clean, Update{Data: pattern(1, 1<<20+77), ChunkSize: 2 << 20})
+	mustApply(t, e, bad, Update{Data: pattern(2, 1<<20+77), ChunkSize: 2 << 20})
+	mustApply(t, e, empty, Update{Truncate: true, ChunkSize: 2 << 20})
+	flipByte(t, dir, e.current(bad).blk.loc, 1<<20+50) // the 17th segment: the second pread
+	check := func(k Key) error {
+		h, err := e.Get(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Release()
+		return h.Verify()
+	}
+	for _, k := range []Key{clean, empty} {
+		if err := check(k); err != nil {
+			t.Fatalf("Verify(%v) = %v", k, err)
+		}
+	}
+	before := e.Stats().ChecksumErrors
+	if err := check(bad); !errors.Is(err, ErrChecksum) {
+		t.Fatalf("Verify of a flipped chunk = %v, want ErrChecksum", err)
+	}
+	if got := e.Stats().ChecksumErrors; got != before+1 {
+		t.Fatalf("ChecksumErrors %d, want %d", got, before+1)
+	}
+	h, _ := e.Get(clean)
+	h.Release()
+	if err := h.Verify(); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Verify after Release = %v", err)
+	}
+}

@@ -173,6 +173,12 @@ type DiskStats struct {
 	ChecksumErrors uint64 `cbor:"5,keyasint,omitempty"`
 	ReadOnly       bool   `cbor:"6,keyasint,omitempty"`
 	ReadOnlyReason string `cbor:"7,keyasint,omitempty"`
+
+	// Repair of corrupt replicas (a chunk whose content fails its checksum is
+	// rewritten from another replica's verified copy).
+	RepairedChunks   uint64 `cbor:"8,keyasint,omitempty"`  // chunks rewritten from a good replica
+	RepairFailures   uint64 `cbor:"9,keyasint,omitempty"`  // attempts that found no verified copy elsewhere
+	UnrepairedChunks uint64 `cbor:"10,keyasint,omitempty"` // chunks known corrupt and not repaired yet
 }
 
 // TargetStats is one target.
