@@ -79,10 +79,10 @@ type Server struct {
 	tmu     sync.RWMutex
 	targets map[routing.ChainID]*target
 
-	life      lifecycle // managed mode: heartbeats, fencing, recovery
-	repair    repairer  // rewrites corrupt chunk replicas from good ones
+	life      lifecycle      // managed mode: heartbeats, fencing, recovery
+	repair    repairer       // rewrites corrupt chunk replicas from good ones
 	bgWG      sync.WaitGroup // the scrub
-	redriving sync.Map // engine.Key -> struct{}: pending chunks being re-driven
+	redriving sync.Map       // engine.Key -> struct{}: pending chunks being re-driven
 	stopBg    context.CancelFunc
 	closed    atomic.Bool
 	closeOnce sync.Once
