@@ -81,7 +81,7 @@ func (l *intList) Set(v string) error {
 
 func main() {
 	var c config
-	c.bigSize, c.smallSize, c.readTotal, c.s3Size = 256<<20, 128<<10, 1<<30, 4<<20
+	c.bigSize, c.smallSize, c.readTotal, c.s3Size = 256<<20, 128<<10, 2<<30, 4<<20
 	c.threadCounts, c.s3Conc = intList{1, 2, 4, 8, 16}, intList{1, 2, 4, 8, 16}
 	f := flag.CommandLine
 	f.StringVar(&c.flyfs, "flyfs", "", "the flyfs binary to run (build it with: go build -o bin/flyfs ./cmd/flyfs)")
@@ -99,7 +99,7 @@ func main() {
 	f.BoolVar(&c.readLocal, "read-local", true, "also run the read scaling on the local directory (a third line)")
 	f.BoolVar(&c.passthrough, "passthrough", true, "also run the file-system comparison on a loopback with FUSE passthrough on (to show why the ceiling has it off)")
 	f.Var(&c.s3Conc, "s3-concurrency", "concurrencies of the S3 GET scaling")
-	f.IntVar(&c.s3Objects, "s3-objects", 256, "objects per S3 run")
+	f.IntVar(&c.s3Objects, "s3-objects", 384, "objects per S3 run")
 	f.Var(&c.s3Size, "s3-size", "size of each S3 object")
 	f.StringVar(&c.cache, "cache", "drop", "flyfs bench fs --cache mode (drop: cold all the way down, needs root)")
 	f.IntVar(&c.disks, "disks", 1, "flyfs server --disks")

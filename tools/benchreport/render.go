@@ -74,7 +74,7 @@ func charts(ix *Index) []chartFile {
 	}
 	seq := Chart{Title: "FUSE sequential read vs threads (1 MiB reads, cold cache)", XLabel: "reader threads (flyfs bench fs --threads)",
 		YLabel: "MiB/s", Log2X: true}
-	rnd := Chart{Title: "FUSE random 4 KiB reads vs threads (cold cache)", XLabel: "reader threads (flyfs bench fs --threads)",
+	rnd := Chart{Title: "FUSE random 4 KiB reads vs threads (cold start)", XLabel: "reader threads (flyfs bench fs --threads)",
 		YLabel: "thousand reads/s", Log2X: true}
 	for _, t := range []string{TargetFlyfs, TargetLoopback, TargetLocal} {
 		if s, ok := seriesOf(ix, KindRead, t, "seq-read", mib); ok {
@@ -145,7 +145,8 @@ func renderMarkdown(ix *Index, cs []chartFile) (string, error) {
 	w("the cheapest possible file system behind it), plus the S3 gateway. Every figure is from\n")
 	w("a `flyfs bench fs` or `flyfs bench s3` run with `--json`; the raw reports are in\n")
 	w("[benchmarks/](benchmarks/) (`index.json` lists which is which).\n\n")
-	w("Run %s – %s (UTC), flyfs commit `%s`.\n\n", ix.Started.UTC().Format("2006-01-02 15:04"), ix.Finished.UTC().Format("15:04"), short(ix.Commit))
+	w("Run %s – %s (UTC) with the binary `%s`; the repository was at `%s`.\n\n", ix.Started.UTC().Format("2006-01-02 15:04"),
+		ix.Finished.UTC().Format("15:04"), mdCell(m.Flyfs), short(ix.Commit))
 	w("> **The machine is shared and noisy.** It is a %d-CPU virtual machine on which other\n", m.CPUs)
 	w("> builds and test suites ran at the same time; the 1-minute load average went from %.1f to %.1f\n", lo, hi)
 	w("> around these runs (it is recorded before and after each one in `index.json`). Each point is a\n")
@@ -334,14 +335,14 @@ func summary(ix *Index) []string {
 			f, fOK := phaseOf(ix.find(KindRead, TargetFlyfs, x), "seq-read")
 			l, lOK := phaseOf(ix.find(KindRead, TargetLoopback, x), "seq-read")
 			if fOK && lOK {
-				out = append(out, fmt.Sprintf("FUSE sequential read, %d thread(s): flyfs **%s MiB/s**, %s of the loopback ceiling (%s MiB/s).",
-					x, num(f.MiBPerSec), pct(f.MiBPerSec, l.MiBPerSec), num(l.MiBPerSec)))
+				out = append(out, fmt.Sprintf("FUSE sequential read, %s: flyfs **%s MiB/s**, %s of the loopback ceiling (%s MiB/s).",
+					threads(x), num(f.MiBPerSec), pct(f.MiBPerSec, l.MiBPerSec), num(l.MiBPerSec)))
 			}
 			f, fOK = phaseOf(ix.find(KindRead, TargetFlyfs, x), "rand-read")
 			l, lOK = phaseOf(ix.find(KindRead, TargetLoopback, x), "rand-read")
 			if fOK && lOK {
-				out = append(out, fmt.Sprintf("Random 4 KiB reads, %d thread(s): flyfs **%s reads/s**, %s of the loopback ceiling (%s/s).",
-					x, num(f.OpsPerSec), pct(f.OpsPerSec, l.OpsPerSec), num(l.OpsPerSec)))
+				out = append(out, fmt.Sprintf("Random 4 KiB reads, %s: flyfs **%s reads/s**, %s of the loopback ceiling (%s/s).",
+					threads(x), num(f.OpsPerSec), pct(f.OpsPerSec, l.OpsPerSec), num(l.OpsPerSec)))
 			}
 			if len(xs) == 1 {
 				break
@@ -384,6 +385,9 @@ func caveats(ix *Index) []string {
 		fmt.Sprintf("Cache mode `%s`: %s", ix.Settings.Cache, cacheText(ix.Settings.Cache)),
 		"S3 GETs come right after the PUTs of the same objects, so the storage service's chunk files are still in the page cache: the GET figures measure the gateway, the client and the RPC path more than the disk. No other S3 server was measured beside it (the rclone on this machine predates `rclone serve s3`).",
 		"Random 4 KiB reads start cold everywhere and each read drops the page it brought into the mount, but not what it brought in underneath: the loopback's backing file and the storage service's chunk files (which it reads in whole 64 KiB CRC segments) keep those pages, and a later read near the same offset can be served from memory. The longer the phase against the size of the data, the warmer the FUSE targets get; the local-disk line stays cold.",
+	}
+	if w, ok := phaseOf(ix.find(KindFS, TargetLocal, 0), "seq-write"); ok {
+		out = append(out, fmt.Sprintf("The local disk is a virtual machine's disk: its seq-write, fsync included, ran at %s MiB/s, so the host may be caching what the guest thinks is on disk. Its figures are this VM's ceiling, not a physical drive's.", num(w.MiBPerSec)))
 	}
 	seen := map[string]bool{}
 	for _, r := range ix.Runs {
@@ -540,4 +544,11 @@ func passthroughText(ix *Index) string {
 			num(p.OpsPerSec), num(d.OpsPerSec))
 	}
 	return t
+}
+
+func threads(n int) string {
+	if n == 1 {
+		return "1 thread"
+	}
+	return fmt.Sprintf("%d threads", n)
 }

@@ -103,7 +103,7 @@ func TestRenderMarkdown(t *testing.T) {
 		"(benchmarks/fuse-seq-read.svg)",
 		"(benchmarks/fuse-rand-read.svg)",
 		// Summary lines.
-		"FUSE sequential read, 16 thread(s): flyfs **320 MiB/s**, 50% of the loopback ceiling (640 MiB/s).",
+		"FUSE sequential read, 16 threads: flyfs **320 MiB/s**, 50% of the loopback ceiling (640 MiB/s).",
 		"S3 GET: **100 MiB/s** at concurrency 1, at best **400 MiB/s** (concurrency 4).",
 		// Reports' notes, once each.
 		"From the reports: reads are cold.",
