@@ -30,6 +30,7 @@ type Machine struct {
 	DiskSize   string `json:"disk_size,omitempty"`
 	Rotational string `json:"rotational,omitempty"`
 	Scheduler  string `json:"scheduler,omitempty"`
+	ReadAhead  string `json:"read_ahead_kb,omitempty"`
 	Go         string `json:"go"`
 	Flyfs      string `json:"flyfs"`
 }
@@ -69,6 +70,7 @@ func describeMachine(dataDir, flyfsBin string) Machine {
 		}
 		m.Rotational = readTrim(filepath.Join(q, "rotational"))
 		m.Scheduler = readTrim(filepath.Join(q, "scheduler"))
+		m.ReadAhead = readTrim(filepath.Join(q, "read_ahead_kb"))
 		// "none [mq-deadline] kyber": the one in brackets is in use.
 		if i, j := strings.Index(m.Scheduler, "["), strings.Index(m.Scheduler, "]"); i >= 0 && j > i {
 			m.Scheduler = m.Scheduler[i+1 : j]

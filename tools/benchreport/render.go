@@ -173,7 +173,7 @@ func renderMarkdown(ix *Index, cs []chartFile) (string, error) {
 		disk += ", " + m.DiskSize
 	}
 	if m.Rotational != "" {
-		disk += fmt.Sprintf(" (rotational=%s as the VM reports it; scheduler %s)", m.Rotational, m.Scheduler)
+		disk += fmt.Sprintf(" (rotational=%s as the VM reports it; scheduler %s; read-ahead %s KiB)", m.Rotational, m.Scheduler, m.ReadAhead)
 	}
 	w("| disk of the data dir | %s |\n", mdCell(disk))
 	w("| Go | %s |\n", mdCell(m.Go))
@@ -380,7 +380,7 @@ func summary(ix *Index) []string {
 func caveats(ix *Index) []string {
 	out := []string{
 		"Everything runs on one machine: the benchmark client, the FUSE mount, the storage service and the disk share the same 2 CPUs, so flyfs pays for its server's CPU out of the client's budget — a cluster would not.",
-		"The loopback ceiling is go-fuse's loopback file system with the flyfs mount's FUSE settings (1 MiB requests, 64 background requests, 4 MiB read-ahead), served by a daemon process like flyfs's: it shows what FUSE itself costs on this kernel. flyfs cannot beat it through the mount; the native client API can.",
+		"The loopback ceiling is go-fuse's loopback file system with the flyfs mount's FUSE settings (1 MiB requests, 64 background requests, 4 MiB read-ahead), served by a daemon process like flyfs's: it shows what FUSE itself costs on this kernel. flyfs cannot beat it through the mount; its native client API, which skips FUSE, is measured by `flyfs bench fuse`, not here.",
 		passthroughText(ix),
 		fmt.Sprintf("Cache mode `%s`: %s", ix.Settings.Cache, cacheText(ix.Settings.Cache)),
 		"S3 GETs come right after the PUTs of the same objects, so the storage service's chunk files are still in the page cache: the GET figures measure the gateway, the client and the RPC path more than the disk. No other S3 server was measured beside it (the rclone on this machine predates `rclone serve s3`).",
