@@ -182,7 +182,10 @@ func print(w io.Writer, rows []Row) {
 // mountLoopback mounts go-fuse's loopback file system of dir at mnt with
 // the same request size and read-ahead as the flyfs mount.
 func mountLoopback(dir, mnt string) (*fuse.Server, error) {
-	root, err := fs.NewLoopbackRoot(dir)
+	// Without passthrough: as root on recent kernels go-fuse's stock
+	// loopback hands open files to the kernel, which then bypasses the daemon
+	// and measures the local disk, not FUSE.
+	root, err := NewDaemonLoopback(dir)
 	if err != nil {
 		return nil, err
 	}
