@@ -9,6 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/flyfs/flyfs/core/api/metaapi"
+	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/posix/native"
 )
 
@@ -151,6 +152,35 @@ func (b nativeBackend) ReadAt(ctx context.Context, ino uint64, p []byte, off int
 	}
 	return file.ReadAtContext(ctx, p, off)
 }
+
+// ReadV reads many ranges of one file in one call (client.File.ReadV: the
+// small pieces go in one RPC per storage service).
+func (b nativeBackend) ReadV(ctx context.Context, ino uint64, bufs [][]byte, offs []int64) ([]int, error) {
+	if oi := b.f.openOf(ino); oi != nil {
+		oi.q.wait()
+	}
+	file, err := b.f.readerFor(ctx, ino)
+	if err != nil {
+		return nil, err
+	}
+	if file == nil {
+		return nil, syscall.EBADF
+	}
+	reqs := make([]client.ReadReq, len(bufs))
+	for i := range bufs {
+		reqs[i] = client.ReadReq{Off: offs[i], Buf: bufs[i]}
+	}
+	if err := file.ReadV(ctx, reqs); err != nil {
+		return nil, err
+	}
+	ns := make([]int, len(reqs))
+	for i, r := range reqs {
+		ns[i] = r.N
+	}
+	return ns, nil
+}
+
+var _ native.ReadVBackend = nativeBackend{}
 
 func (b nativeBackend) WriteAt(ctx context.Context, ino uint64, p []byte, off int64) (int, error) {
 	h := b.f.writer(ino)

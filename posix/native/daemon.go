@@ -45,6 +45,12 @@ type Entry struct {
 	Time   time.Time
 }
 
+// readGroup is the reads of one file taken from a ring together.
+type readGroup struct {
+	ss  []sqe
+	idx []uint32
+}
+
 // Daemon serves registered rings over a Backend.
 type Daemon struct {
 	b         Backend
@@ -291,6 +297,49 @@ func (d *Daemon) serve(rr *ringReg) {
 			d.log.Info("native: ring tail is past its capacity; detaching it", "name", rr.Name)
 			break
 		}
+		rb, batching := d.b.(ReadVBackend)
+		if batching && tail-head > 1 {
+			// Reads that arrived together go out per file as one ReadV:
+			// their small pieces travel in a few RPCs instead of one each.
+			groups := map[uint64]*readGroup{}
+			var order []uint64
+			for ; head != tail && !rr.stop.Load(); head++ {
+				s := getSQE(r.sqeAt(head))
+				idx := head & r.mask
+				if s.op != OpRead {
+					sem <- struct{}{}
+					rr.inflght.Add(1)
+					go func() {
+						defer func() { <-sem; rr.inflght.Done() }()
+						d.complete(rr, Completion{Result: d.do(rr, s), Userdata: s.userdata, Index: idx})
+					}()
+					continue
+				}
+				g := groups[s.ino]
+				if g == nil {
+					g = &readGroup{}
+					groups[s.ino] = g
+					order = append(order, s.ino)
+				}
+				g.ss, g.idx = append(g.ss, s), append(g.idx, idx)
+			}
+			r.store(offSQHead, head)
+			for _, ino := range order {
+				g := groups[ino]
+				for len(g.ss) > 0 {
+					n := min(len(g.ss), maxBatch)
+					ss, idx := g.ss[:n], g.idx[:n]
+					g.ss, g.idx = g.ss[n:], g.idx[n:]
+					sem <- struct{}{}
+					rr.inflght.Add(1)
+					go func() {
+						defer func() { <-sem; rr.inflght.Done() }()
+						d.doReads(rr, rb, ino, ss, idx)
+					}()
+				}
+			}
+			continue
+		}
 		for ; head != tail && !rr.stop.Load(); head++ {
 			s := getSQE(r.sqeAt(head))
 			idx := head & r.mask
@@ -320,56 +369,16 @@ func (d *Daemon) serve(rr *ringReg) {
 
 // do runs one IO and returns its result: bytes or -errno.
 func (d *Daemon) do(rr *ringReg, s sqe) int64 {
-	if s.op != OpRead && s.op != OpWrite {
-		return -int64(syscall.EINVAL)
-	}
-	if s.length > maxIOLen {
-		return -int64(syscall.EINVAL)
-	}
-	if s.fileOff > 1<<62 {
-		return -int64(syscall.EINVAL)
-	}
-	write := s.op == OpWrite
 	ctx, cancel := context.WithTimeout(context.Background(), d.opTimeout)
 	defer cancel()
-	key := accessKey{s.ino, write}
-	if v, ok := rr.access.Load(key); ok {
-		if v != nil {
-			return -int64(errnoOf(v.(error)))
-		}
-	} else {
-		err := d.b.Access(ctx, s.ino, rr.UID, rr.GID, write)
-		if err != nil {
-			rr.access.Store(key, err)
-			return -int64(errnoOf(err))
-		}
-		rr.access.Store(key, nil)
+	buf, release, res := d.prepare(ctx, rr, s)
+	if release == nil {
+		return res
 	}
-	d.mu.RLock()
-	iov, ok := d.iovs[s.iov]
-	if ok {
-		iov.use.RLock()
-	}
-	d.mu.RUnlock()
-	if !ok {
-		return -int64(syscall.EBADF)
-	}
-	defer iov.use.RUnlock()
-	if iov.UID != rr.UID && rr.UID != 0 {
-		return -int64(syscall.EACCES) // another user's buffer
-	}
-	end := s.iovOff + uint64(s.length)
-	if end < s.iovOff || end > uint64(len(iov.m.mem)) {
-		return -int64(syscall.EFAULT)
-	}
-	// A buffer truncated after registration would fault on access.
-	if !iov.m.intact() {
-		return -int64(syscall.EFAULT)
-	}
-	buf := iov.m.mem[s.iovOff:end]
+	defer release()
 	var n int
 	var err error
-	if write {
+	if s.op == OpWrite {
 		n, err = d.b.WriteAt(ctx, s.ino, buf, int64(s.fileOff))
 	} else {
 		n, err = d.b.ReadAt(ctx, s.ino, buf, int64(s.fileOff))
@@ -381,6 +390,104 @@ func (d *Daemon) do(rr *ringReg, s sqe) int64 {
 		return -int64(errnoOf(err))
 	}
 	return int64(n)
+}
+
+// prepare checks one IO (op, bounds, access, buffer) and returns the
+// buffer it reads into or writes from, with release to call after the IO;
+// release is nil when the IO fails here, with res its -errno.
+func (d *Daemon) prepare(ctx context.Context, rr *ringReg, s sqe) (buf []byte, release func(), res int64) {
+	if s.op != OpRead && s.op != OpWrite {
+		return nil, nil, -int64(syscall.EINVAL)
+	}
+	if s.length > maxIOLen {
+		return nil, nil, -int64(syscall.EINVAL)
+	}
+	if s.fileOff > 1<<62 {
+		return nil, nil, -int64(syscall.EINVAL)
+	}
+	write := s.op == OpWrite
+	key := accessKey{s.ino, write}
+	if v, ok := rr.access.Load(key); ok {
+		if v != nil {
+			return nil, nil, -int64(errnoOf(v.(error)))
+		}
+	} else {
+		err := d.b.Access(ctx, s.ino, rr.UID, rr.GID, write)
+		if err != nil {
+			rr.access.Store(key, err)
+			return nil, nil, -int64(errnoOf(err))
+		}
+		rr.access.Store(key, nil)
+	}
+	d.mu.RLock()
+	iov, ok := d.iovs[s.iov]
+	if ok {
+		iov.use.RLock()
+	}
+	d.mu.RUnlock()
+	if !ok {
+		return nil, nil, -int64(syscall.EBADF)
+	}
+	if iov.UID != rr.UID && rr.UID != 0 {
+		iov.use.RUnlock()
+		return nil, nil, -int64(syscall.EACCES) // another user's buffer
+	}
+	end := s.iovOff + uint64(s.length)
+	if end < s.iovOff || end > uint64(len(iov.m.mem)) {
+		iov.use.RUnlock()
+		return nil, nil, -int64(syscall.EFAULT)
+	}
+	// A buffer truncated after registration would fault on access.
+	if !iov.m.intact() {
+		iov.use.RUnlock()
+		return nil, nil, -int64(syscall.EFAULT)
+	}
+	return iov.m.mem[s.iovOff:end], iov.use.RUnlock, 0
+}
+
+// ReadVBackend is a Backend that can also read many ranges of one file in
+// one call (client.File.ReadV batches their small pieces into one RPC per
+// storage service). The daemon uses it for reads that arrive together.
+type ReadVBackend interface {
+	Backend
+	ReadV(ctx context.Context, ino uint64, bufs [][]byte, offs []int64) ([]int, error)
+}
+
+// maxBatch bounds the reads of one file sent as one ReadV.
+const maxBatch = 64
+
+// doReads runs reads of one file as one ReadV and posts their completions.
+func (d *Daemon) doReads(rr *ringReg, rb ReadVBackend, ino uint64, ss []sqe, idx []uint32) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.opTimeout)
+	defer cancel()
+	var bufs [][]byte
+	var offs []int64
+	var which []int
+	var releases []func()
+	for i, s := range ss {
+		buf, release, res := d.prepare(ctx, rr, s)
+		if release == nil {
+			d.complete(rr, Completion{Result: res, Userdata: s.userdata, Index: idx[i]})
+			continue
+		}
+		bufs, offs, which, releases = append(bufs, buf), append(offs, int64(s.fileOff)), append(which, i), append(releases, release)
+	}
+	if len(bufs) == 0 {
+		return
+	}
+	ns, err := rb.ReadV(ctx, ino, bufs, offs)
+	for _, r := range releases {
+		r()
+	}
+	for k, i := range which {
+		res := int64(0)
+		if err != nil {
+			res = -int64(errnoOf(err))
+		} else {
+			res = int64(ns[k])
+		}
+		d.complete(rr, Completion{Result: res, Userdata: ss[i].userdata, Index: idx[i]})
+	}
 }
 
 // complete posts one completion and wakes a sleeping reaper.
