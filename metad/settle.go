@@ -132,14 +132,34 @@ func (s *Server) lastChunkEnd(ctx context.Context, info *routing.Info, cid routi
 	if len(readable) == 0 {
 		return 0, fmt.Errorf("chain %d has no serving target", cid)
 	}
-	tail := readable[len(readable)-1]
-	addr, ok := info.Addr(tail.Node)
-	if !ok || addr == "" {
-		return 0, fmt.Errorf("chain %d: node %d has no address yet", cid, tail.Node)
+	// The tail first (it has only committed versions), then the others: a
+	// replica that does not answer (a host cut off keeps its connections
+	// hanging) must not hold the close that asked.
+	var last error
+	for i := len(readable) - 1; i >= 0; i-- {
+		t := readable[i]
+		addr, ok := info.Addr(t.Node)
+		if !ok || addr == "" {
+			last = fmt.Errorf("chain %d: node %d has no address yet", cid, t.Node)
+			continue
+		}
+		qctx, cancel := context.WithTimeout(ctx, settleQueryTimeout)
+		resp, err := s.storage.QueryLastChunk(qctx, addr, &storageapi.ChunkRange{Chain: uint32(cid), ChainVer: c.Version, Begin: begin, End: end, Max: 1})
+		cancel()
+		if err != nil {
+			last = err
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		if !resp.Found {
+			return 0, nil
+		}
+		return resp.LastChunk.Index()*uint64(chunkSize) + uint64(resp.LastLen), nil
 	}
-	resp, err := s.storage.QueryLastChunk(ctx, addr, &storageapi.ChunkRange{Chain: uint32(cid), ChainVer: c.Version, Begin: begin, End: end, Max: 1})
-	if err != nil || !resp.Found {
-		return 0, err
-	}
-	return resp.LastChunk.Index()*uint64(chunkSize) + uint64(resp.LastLen), nil
+	return 0, last
 }
+
+// settleQueryTimeout bounds one replica's answer to a last-chunk query.
+const settleQueryTimeout = 2 * time.Second

@@ -123,8 +123,13 @@ func (c *ChunkIO) Update(ctx context.Context, u Update) (storageapi.ChunkMeta, e
 		req.Key = storageapi.Key{Chain: uint32(u.Chain), ChainVer: chain.Version, Chunk: u.Chunk}
 		start := time.Now()
 		actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+		stop := c.abortIfHeadMoves(u.Chain, head.ID, cancel)
 		resp, err := c.storage.Write(actx, addr, req, u.Data)
+		moved := stop()
 		cancel()
+		if err != nil && moved && ctx.Err() == nil {
+			err = rpc.Errorf(rpc.Unavailable, "chain %d's head moved off %s during the write", u.Chain, addr)
+		}
 		err = attemptErr(ctx, actx, err, addr)
 		c.Window().Observe(time.Since(start), requestClass(true, len(u.Data)), outcomeOf(err, ctx.Err()))
 		if err == nil {
@@ -337,6 +342,35 @@ func (c *ChunkIO) rpcRead(ctx context.Context, info *routing.Info, node routing.
 		off += int(r.Len)
 	}
 	return out, nil
+}
+
+// abortIfHeadMoves cancels a write attempt when routing names another head
+// for chain (the one written to was declared failed: a host cut off does
+// not reset its connections, so the attempt would otherwise wait out
+// AttemptTimeout). stop ends the watch and reports whether it cancelled.
+func (c *ChunkIO) abortIfHeadMoves(chain routing.ChainID, head routing.TargetID, cancel context.CancelFunc) (stop func() bool) {
+	done := make(chan struct{})
+	var moved atomic.Bool
+	changed := c.routing.Changed()
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-changed:
+				changed = c.routing.Changed()
+				if ch, ok := c.routing.Current().Chain(chain); ok {
+					if h, ok := ch.Head(); ok && h.ID == head {
+						continue
+					}
+				}
+				moved.Store(true)
+				cancel()
+				return
+			}
+		}
+	}()
+	return func() bool { close(done); return moved.Load() }
 }
 
 // AttemptTimeout bounds one chunk RPC. A node that stops answering (frozen,
