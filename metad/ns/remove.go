@@ -78,17 +78,7 @@ func (n *Namespace) Unlink(ctx context.Context, req RemoveRequest) error {
 		if err != nil {
 			return err
 		}
-		if err := checkVersion(in, req.IfIno, req.IfGen); err != nil {
-			return err
-		}
-		o.clearDentry(req.Parent, req.Name)
-		if err := o.dropLink(in, o.now); err != nil {
-			return err
-		}
-		if req.PruneImplicit {
-			return o.pruneImplicit(req.Parent)
-		}
-		return nil
+		return o.unlinkEntry(req, in)
 	})
 	if err != nil {
 		return fmt.Errorf("unlink %q: %w", req.Name, err)
@@ -153,20 +143,26 @@ func (n *Namespace) RemoveAll(ctx context.Context, req RemoveRequest) error {
 		if err != nil {
 			return err
 		}
-		if err := checkVersion(in, req.IfIno, req.IfGen); err != nil {
-			return err
-		}
-		o.clearDentry(req.Parent, req.Name)
-		if err := o.dropLink(in, o.now); err != nil {
-			return err
-		}
-		if req.PruneImplicit {
-			return o.pruneImplicit(req.Parent)
-		}
-		return nil
+		return o.unlinkEntry(req, in)
 	})
 	if err != nil {
 		return fmt.Errorf("remove -r %q: %w", req.Name, err)
+	}
+	return nil
+}
+
+// unlinkEntry removes req's entry of in (after its version check) and
+// drops the link; then the implicit ancestors left empty, if asked.
+func (o *op) unlinkEntry(req RemoveRequest, in *Inode) error {
+	if err := checkVersion(in, req.IfIno, req.IfGen); err != nil {
+		return err
+	}
+	o.clearDentry(req.Parent, req.Name)
+	if err := o.dropLink(in, o.now); err != nil {
+		return err
+	}
+	if req.PruneImplicit {
+		return o.pruneImplicit(req.Parent)
 	}
 	return nil
 }
