@@ -161,6 +161,10 @@ func TestTwoMountProcesses(t *testing.T) {
 		if err := os.Mkdir(mounts[i], 0o755); err != nil {
 			t.Fatal(err)
 		}
+		mnt := mounts[i]
+		// Runs after the process cleanup: a mount process killed on a
+		// failure leaves its mount behind, dead; take it away.
+		t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
 		procs[i] = startProc(t, filepath.Join(work, "mount"+string(rune('a'+i))+".log"), bin, "mount", "--mgmtd", mgmtd,
 			"--attr-timeout", "500ms", "--entry-timeout", "500ms", "--op-timeout", "10s", mounts[i])
 		dir, p := mounts[i], procs[i]
