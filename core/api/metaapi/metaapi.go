@@ -291,13 +291,13 @@ const (
 
 // SetAttrReq changes the attributes in Mask.
 type SetAttrReq struct {
-	Ino      uint64 `cbor:"1,keyasint"`
-	Mask     uint32 `cbor:"2,keyasint"`
-	Mode     uint32 `cbor:"3,keyasint,omitempty"`
-	UID      uint32 `cbor:"4,keyasint,omitempty"`
-	GID      uint32 `cbor:"5,keyasint,omitempty"`
-	Atime    int64  `cbor:"6,keyasint,omitempty"`
-	Mtime    int64  `cbor:"7,keyasint,omitempty"`
+	Ino        uint64 `cbor:"1,keyasint"`
+	Mask       uint32 `cbor:"2,keyasint"`
+	Mode       uint32 `cbor:"3,keyasint,omitempty"`
+	UID        uint32 `cbor:"4,keyasint,omitempty"`
+	GID        uint32 `cbor:"5,keyasint,omitempty"`
+	Atime      int64  `cbor:"6,keyasint,omitempty"`
+	Mtime      int64  `cbor:"7,keyasint,omitempty"`
 	Size       uint64 `cbor:"8,keyasint,omitempty"`
 	Implicit   bool   `cbor:"9,keyasint,omitempty"`
 	StripeHint uint32 `cbor:"10,keyasint,omitempty"`
