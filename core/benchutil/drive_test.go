@@ -3,6 +3,7 @@ package benchutil
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -29,5 +30,26 @@ func TestDriveCountsAndReportsTheFirstError(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("a call cut short by the window was reported: %v", err)
+	}
+}
+
+func TestSpreadRunsEachIndexOnceAndReportsTheFirstError(t *testing.T) {
+	var seen [1000]atomic.Int32
+	if _, err := Spread(8, len(seen), func(i int) error { seen[i].Add(1); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i := range seen {
+		if n := seen[i].Load(); n != 1 {
+			t.Fatalf("index %d ran %d times", i, n)
+		}
+	}
+	boom := errors.New("boom")
+	if _, err := Spread(4, 100, func(i int) error {
+		if i == 50 {
+			return boom
+		}
+		return nil
+	}); err != boom {
+		t.Fatalf("error: %v", err)
 	}
 }

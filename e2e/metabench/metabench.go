@@ -10,11 +10,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
+	"github.com/flyfs/flyfs/core/benchutil"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/kv/pebblekv"
 	"github.com/flyfs/flyfs/core/layout"
@@ -244,29 +243,8 @@ func cluster(ctx context.Context, tb *harness.BenchTB, dir, name string, replica
 
 // rate runs n operations from callers goroutines and returns operations/s.
 func rate(callers, n int, op func(i int) error) (float64, error) {
-	var next atomic.Int64
-	var first error
-	var once sync.Once
-	var wg sync.WaitGroup
-	start := time.Now()
-	for g := 0; g < callers; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				if err := op(i); err != nil {
-					once.Do(func() { first = err })
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(n) / time.Since(start).Seconds(), first
+	took, err := benchutil.Spread(callers, n, op)
+	return float64(n) / took.Seconds(), err
 }
 
 const block = 4 << 20

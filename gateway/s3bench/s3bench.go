@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/flyfs/flyfs/core/benchutil"
 	"io"
 	"log/slog"
 	"net"
@@ -27,7 +28,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/flyfs/flyfs/core/benchutil"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/e2e/harness"
 	"github.com/flyfs/flyfs/gateway"
@@ -259,29 +259,8 @@ func serve(h http.Handler) (string, func(), error) {
 
 // fixedWork runs n operations on `clients` goroutines and returns seconds.
 func fixedWork(clients, n int, op func(i int) error) (float64, error) {
-	var next atomic.Int64
-	var first error
-	var once sync.Once
-	var wg sync.WaitGroup
-	start := time.Now()
-	for c := 0; c < clients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				if err := op(i); err != nil {
-					once.Do(func() { first = err })
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return time.Since(start).Seconds(), first
+	took, err := benchutil.Spread(clients, n, op)
+	return took.Seconds(), err
 }
 
 // trivial is the HTTP ceiling: PUT writes the body to a file, GET sends it.
