@@ -3,14 +3,10 @@ package storaged_test
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,27 +24,7 @@ import (
 // storaged. Blocks start at multiples of 64 KiB (the smallest block size).
 func flipOnDisk(t *testing.T, diskDir string, content []byte, pos int64) {
 	t.Helper()
-	head := content[:64]
-	files, _ := filepath.Glob(filepath.Join(diskDir, "data", "*"))
-	sort.Strings(files)
-	var hits []string
-	var file string
-	var off int64
-	for _, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for o := 0; o+len(head) <= len(b); o += 64 << 10 {
-			if bytes.Equal(b[o:o+len(head)], head) {
-				hits = append(hits, fmt.Sprintf("%s@%d", filepath.Base(name), o))
-				file, off = name, int64(o)
-			}
-		}
-	}
-	if len(hits) != 1 {
-		t.Fatalf("chunk found %d times in %s/data (%s): want one block", len(hits), diskDir, strings.Join(hits, " "))
-	}
+	file, off := harness.FindChunkBlock(t, diskDir, content[:64])
 	f, err := os.OpenFile(file, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)

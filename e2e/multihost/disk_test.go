@@ -7,14 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/storageapi"
 	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/e2e/harness"
 )
 
 // nodeStats asks storage node i for its disk stats.
@@ -85,35 +84,6 @@ func TestFillDiskToENOSPC(t *testing.T) {
 	})
 }
 
-// findBlock scans a storage node's data files for the block holding the
-// chunk whose content starts with head (blocks start at multiples of 64 KiB,
-// the smallest block size; see storaged/engine's layout) and returns the
-// file and offset.
-func findBlock(t testing.TB, diskDir string, head []byte) (string, int64) {
-	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(diskDir, "data", "*"))
-	sort.Strings(files)
-	var hits []string
-	var file string
-	var off int64
-	for _, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for o := 0; o+len(head) <= len(b); o += 64 << 10 {
-			if bytes.Equal(b[o:o+len(head)], head) {
-				hits = append(hits, fmt.Sprintf("%s@%d", filepath.Base(name), o))
-				file, off = name, int64(o)
-			}
-		}
-	}
-	if len(hits) != 1 {
-		t.Fatalf("chunk content found %d times in %s/data (%s): want exactly one block", len(hits), diskDir, strings.Join(hits, " "))
-	}
-	return file, off
-}
-
 // (f) flip bytes in one replica's chunk data file on disk, under a running
 // storaged. Reads must detect it (CRC), the client must still get the right
 // bytes from another replica, and the bad replica must be repaired or at
@@ -144,7 +114,7 @@ func TestFlipBytesInChunkFile(t *testing.T) {
 		chain, _ := info.Chain(cid)
 		tg := chain.Targets[s.Rng.IntN(len(chain.Targets))]
 		v := int(tg.Node) - 1
-		file, off := findBlock(t, filepath.Join(s.C.Dir, fmt.Sprintf("disk%d", v+1)), data[:64])
+		file, off := harness.FindChunkBlock(t, filepath.Join(s.C.Dir, fmt.Sprintf("disk%d", v+1)), data[:64])
 		h, err := os.OpenFile(file, os.O_RDWR, 0)
 		if err != nil {
 			t.Fatal(err)
