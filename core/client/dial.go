@@ -123,7 +123,8 @@ func liveMetad(ctx context.Context, m *Mgmtd) ([]string, error) {
 			addrs = append(addrs, s.Addr)
 		}
 	}
-	// Spread clients over metad: each starts at a different one.
+	// Sorted, so a refresh can tell a changed set from a reordered one
+	// (callers rotate it per client to spread load).
 	slices.Sort(addrs)
 	return addrs, nil
 }

@@ -66,7 +66,7 @@ func (fs *FS) RemoveAll(ctx context.Context, p string) error {
 	if err == nil {
 		err = fs.Meta().RemoveAll(ctx, parent.ID, name)
 	}
-	fs.cache.forgetTree(path.Clean("/" + p))
+	fs.cache.forget(path.Clean("/" + p))
 	if Errno(err) == syscall.ENOENT {
 		return nil
 	}

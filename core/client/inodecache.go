@@ -78,9 +78,6 @@ func (c *inodeCache) forget(p string) {
 	}
 }
 
-// forgetTree is forget (kept as a name for callers that mean a subtree).
-func (c *inodeCache) forgetTree(p string) { c.forget(p) }
-
 func (c *inodeCache) drop(p string) {
 	if _, ok := c.entries[p]; ok {
 		delete(c.entries, p)

@@ -120,16 +120,12 @@ func (n *Namespace) Truncate(ctx context.Context, ino uint64, size uint64) (Inod
 	return n.SetAttr(ctx, ino, SetAttrRequest{Mask: SetSize, Size: size})
 }
 
-// applyHint applies a length hint: it can only grow the length, and only
-// within the current truncateVer (a hint from before a truncate is stale).
-func (o *op) applyHint(in *Inode, ver, length uint64) (bool, error) {
-	return o.applyHintWrote(in, ver, length, false)
-}
-
-// applyHintWrote is applyHint for a writer that also says whether it wrote
-// data since its last hint: then Gen and mtime move even if the length does
-// not (an overwrite in place is a new version too).
-func (o *op) applyHintWrote(in *Inode, ver, length uint64, wrote bool) (bool, error) {
+// applyHint applies a writer's length hint: it can only grow the length,
+// and only within the current truncateVer (a hint from before a truncate is
+// stale). wrote says data was written since the writer's last hint: then Gen
+// and mtime move even if the length does not (an overwrite in place is a new
+// version too).
+func (o *op) applyHint(in *Inode, ver, length uint64, wrote bool) (bool, error) {
 	if in.Type != TypeFile {
 		return false, fail(ErrInvalid, "length of a %s", in.Type)
 	}
@@ -159,7 +155,7 @@ func (n *Namespace) ReportLength(ctx context.Context, ino, truncateVer, length u
 		if err != nil {
 			return err
 		}
-		changed, err := o.applyHintWrote(in, truncateVer, length, wrote)
+		changed, err := o.applyHint(in, truncateVer, length, wrote)
 		if err != nil {
 			return err
 		}
