@@ -170,7 +170,6 @@ func TestSessionsOfAVanishedClientAreReaped(t *testing.T) {
 		if len(s) == 0 {
 			break
 		}
-		_ = ns
 		if time.Now().After(deadline) {
 			t.Fatalf("session of a vanished client still open after 20 s: %+v", s)
 		}
