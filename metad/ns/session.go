@@ -147,7 +147,7 @@ func (n *Namespace) Close(ctx context.Context, s Session, hint *LengthHint) (Ino
 		}
 		changed := false
 		if hint != nil {
-			if changed, err = o.applyHintWrote(in, hint.TruncateVer, hint.Length, hint.Wrote); err != nil {
+			if changed, err = o.applyHint(in, hint.TruncateVer, hint.Length, hint.Wrote); err != nil {
 				return err
 			}
 		}
