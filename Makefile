@@ -16,7 +16,7 @@ test:
 	./scripts/test-deps.sh
 	./scripts/check-compose.sh
 	$(GO) vet ./...
-	$(GO) test -race -timeout 25m ./...
+	GO=$(GO) ./scripts/gotest.sh
 
 # Run flyfs on its embedded default (Pebble) with its state under $(DATA).
 run: build

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // End-to-end tests with the real Debian `aws` CLI and `rclone` against a
@@ -37,9 +39,16 @@ func need(t *testing.T, bin string) string {
 
 func run(t *testing.T, env []string, bin string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	// A client that hangs fails its test with what it printed, instead of
+	// holding the package until the suite's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("%s %s: still running after 5 minutes; killed\n%s", filepath.Base(bin), strings.Join(args, " "), out)
+	}
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, out)
 	}

@@ -84,3 +84,18 @@ func (d *dedup) expire(now time.Time) {
 		}
 	}
 }
+
+// remember records a success seen downstream of the head, so that this hop,
+// should it become the head, answers the client's retry of the update.
+func (d *dedup) remember(tag storageapi.Tag, chain uint32, resp *storageapi.WriteResp) {
+	k := dedupKey{tag.Client, chain, tag.Channel}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e := d.entries[k]; e != nil && e.seq > tag.Seq {
+		return
+	}
+	if len(d.entries) > 100_000 {
+		d.expire(time.Now())
+	}
+	d.entries[k] = &dedupEntry{seq: tag.Seq, done: true, resp: resp, at: time.Now()}
+}

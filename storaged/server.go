@@ -84,6 +84,7 @@ type Server struct {
 	bgWG      sync.WaitGroup // the scrub
 	redriving sync.Map       // engine.Key -> struct{}: pending chunks being re-driven
 	stopBg    context.CancelFunc
+	bg        context.Context // cancelled at Close: bounds work that outlives a request
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
@@ -153,7 +154,7 @@ func New(cfg Config) (*Server, error) {
 	rpc.Handle(s.rpc, storageapi.MethodStats, s.handleStats)
 	rpc.Handle(s.rpc, storageapi.MethodSyncDone, s.handleSyncDone)
 	bg, stop := context.WithCancel(context.Background())
-	s.stopBg = stop
+	s.bg, s.stopBg = bg, stop
 	s.startRepairs(bg)
 	if cfg.Mgmtd != nil {
 		s.startLifecycle()

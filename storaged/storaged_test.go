@@ -502,3 +502,39 @@ func TestTruncateRemoveAndQueryThroughTheChain(t *testing.T) {
 	}
 	checkConverged(t, c)
 }
+
+// TestForwardUnderNewVersionIsApplied: a hop downstream of the head that
+// already committed a client's update must still apply the same update when
+// the head forwards it again under a newer version (the head re-runs an update
+// whose earlier attempt failed above this hop). Answering it from the client
+// tag's record would acknowledge a version the hop never applied, and leave the
+// head committed ahead of its successors.
+func TestForwardUnderNewVersionIsApplied(t *testing.T) {
+	c := harness.StartStorage(t, harness.StorageConfig{Nodes: 3, Chains: 1, NoSync: true})
+	api := storageapi.Client{RPC: c.RPCClient("node1")}
+	chunk := layout.MakeChunkID(4, 0)
+	sum := func(b []byte) uint32 { return crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)) }
+	tag := storageapi.Tag{Client: 91, Channel: 1, Seq: 1}
+	mid := c.Nodes[1].Addr
+	first := []byte("AAAA")
+	resp, err := api.Write(ctx, mid, &storageapi.WriteReq{Key: storageapi.Key{Chain: 1, ChainVer: 1, Chunk: chunk},
+		Kind: storageapi.KindWrite, ChunkSize: chunkSize, Checksum: sum(first), Tag: tag, Forwarded: true, UpdateVer: 1}, first)
+	if err != nil || resp.Meta.CommitVer != 1 {
+		t.Fatalf("first forward: %v %+v", err, resp)
+	}
+	again := []byte("CCCC")
+	resp, err = api.Write(ctx, mid, &storageapi.WriteReq{Key: storageapi.Key{Chain: 1, ChainVer: 1, Chunk: chunk},
+		Kind: storageapi.KindReplace, ChunkSize: chunkSize, Checksum: sum(again), Tag: tag, Forwarded: true, UpdateVer: 2}, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Meta.CommitVer != 2 {
+		t.Fatalf("the forward of version 2 was answered with version %d: the hop did not apply it", resp.Meta.CommitVer)
+	}
+	for _, node := range []int{1, 2} {
+		got, err := replicaRead(t, c, node, 1, chunk, 4)
+		if err != nil || string(got) != "CCCC" {
+			t.Fatalf("node %d holds %q (%v), want CCCC", node, got, err)
+		}
+	}
+}

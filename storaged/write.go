@@ -34,8 +34,14 @@ func (s *Server) handleWrite(ctx context.Context, req *storageapi.WriteReq, data
 	// Every hop remembers the client's tag, so that after a head failover the
 	// new head recognises a client's retry of an update the chain already
 	// committed, and answers it instead of applying it again.
-	dedupOn := req.Tag.Client != 0 && !req.Resync
-	if dedupOn {
+	//
+	// Only the head answers from that memory. A hop downstream always runs the
+	// version logic (which makes a resent forward harmless) and then records
+	// the tag: answering a forward from the cache would acknowledge a version
+	// the hop never applied, when the head re-runs a client's update under a
+	// new version after an earlier attempt of it failed above this hop.
+	tagged := req.Tag.Client != 0 && !req.Resync
+	if tagged && !req.Forwarded {
 		cached, err := s.dedup.begin(req.Tag, req.Key.Chain)
 		if err != nil || cached != nil {
 			return cached, nil, err
@@ -43,8 +49,11 @@ func (s *Server) handleWrite(ctx context.Context, req *storageapi.WriteReq, data
 	}
 	resp, err := s.updateLocked(ctx, t, req, data)
 	err = wireError(err)
-	if dedupOn {
+	switch {
+	case tagged && !req.Forwarded:
 		s.dedup.finish(req.Tag, req.Key.Chain, resp, err)
+	case tagged && err == nil:
+		s.dedup.remember(req.Tag, req.Key.Chain, resp)
 	}
 	return resp, nil, err
 }
@@ -125,7 +134,7 @@ func (s *Server) updateLocked(ctx context.Context, t *target, req *storageapi.Wr
 }
 
 // updateHeld runs the update; the caller holds the chunk's lock.
-func (s *Server) updateHeld(ctx context.Context, t *target, req *storageapi.WriteReq, data []byte) (*storageapi.WriteResp, error) {
+func (s *Server) updateHeld(_ context.Context, t *target, req *storageapi.WriteReq, data []byte) (*storageapi.WriteResp, error) {
 	k := t.key(req.Key.Chunk)
 	// Routing may have moved while we waited for the lock.
 	_, _, chain, err := s.route(req.Key.Chain, req.Key.ChainVer)
@@ -135,8 +144,15 @@ func (s *Server) updateHeld(ctx context.Context, t *target, req *storageapi.Writ
 	if req.Resync {
 		return s.applyResync(t, req, data)
 	}
+	// Once applied here, the update goes down the chain to the end even if
+	// the caller gives up (a client's attempt deadline, a hedge, a
+	// predecessor's timeout): abandoning it would leave it pending here but
+	// perhaps committed below, and the client's retry would then apply it a
+	// second time under a new version.
+	fctx, cancel := context.WithTimeout(s.bg, s.cfg.ForwardTimeout)
+	defer cancel()
 	if req.Kind == storageapi.KindRemove {
-		if err := s.forward(ctx, t, req, nil, craq.Decision{}); err != nil {
+		if err := s.forward(fctx, t, req, nil, craq.Decision{}); err != nil {
 			return nil, err
 		}
 		if err := t.eng.Remove(k); err != nil {
@@ -174,7 +190,7 @@ func (s *Server) updateHeld(ctx context.Context, t *target, req *storageapi.Writ
 			return nil, err
 		}
 	}
-	if err := s.forward(ctx, t, req, data, d); err != nil {
+	if err := s.forward(fctx, t, req, data, d); err != nil {
 		return nil, err
 	}
 	if craq.ShouldCommit(craq.Local{Exists: true, CommitVer: meta.CommitVer, UpdateVer: meta.UpdateVer}, d.Version) {
@@ -217,7 +233,18 @@ func (s *Server) forward(ctx context.Context, t *target, req *storageapi.WriteRe
 			fwd.Kind, fwd.Offset, fwd.Length = storageapi.KindReplace, 0, 0
 			fwd.Checksum, payload = crc32.Checksum(content, castagnoli), content
 		}
-		_, err := s.peers.Write(ctx, addr, &fwd, payload)
+		resp, err := s.peers.Write(ctx, addr, &fwd, payload)
+		if err == nil && req.Kind != storageapi.KindRemove && resp.Meta.CommitVer < fwd.UpdateVer {
+			// An ack must mean the successor committed this version; one
+			// that did not is treated as a gap and answered with the whole chunk.
+			s.log.Warn("successor acknowledged a version it does not hold", "chain", t.chain, "successor", succ.ID,
+				"chunk", req.Key.Chunk, "version", fwd.UpdateVer, "its commit", resp.Meta.CommitVer)
+			gap = true
+			if time.Now().After(deadline) {
+				return rpc.Errorf(rpc.Unavailable, "chain %d: successor target %d keeps acknowledging version %d without it", t.chain, succ.ID, fwd.UpdateVer)
+			}
+			continue
+		}
 		if err == nil {
 			return nil
 		}

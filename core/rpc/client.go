@@ -23,6 +23,7 @@ type Client struct {
 	cancel context.CancelFunc
 	closed atomic.Bool
 	pools  sync.Map // addr → *pool
+	live   sync.Map // *clientConn → struct{}: every open connection, in a slot or not
 
 	lifeMu sync.RWMutex   // orders spawn against Close
 	wg     sync.WaitGroup // dials and readers
@@ -203,6 +204,12 @@ func (c *Client) Close() error {
 	err := unavailable(nil, "client closed")
 	c.pools.Range(func(_, p any) bool {
 		p.(*pool).close(err)
+		return true
+	})
+	// Connections no slot holds (draining after a go-away) close too: Close
+	// waits for their readers.
+	c.live.Range(func(cc, _ any) bool {
+		cc.(*clientConn).fail(err)
 		return true
 	})
 	c.wg.Wait()

@@ -85,6 +85,7 @@ func (cl *Client) dialConn(ctx context.Context, addr string) (*clientConn, error
 	cc.w = newConnWriter(conn, cl.opts.WriteTimeout, func(err error) {
 		cc.fail(unavailable(err, "write to %s", addr))
 	})
+	cl.live.Store(cc, struct{}{})
 	cl.wg.Add(1)
 	go cc.readLoop(fr)
 	return cc, nil
@@ -202,6 +203,7 @@ func (cc *clientConn) readLoop(fr *frameReader) {
 func (cc *clientConn) fail(err *Error) {
 	cc.once.Do(func() {
 		cc.broken.Store(true)
+		cc.cl.live.Delete(cc)
 		// Close before failing the calls: once the socket is closed the
 		// writer can no longer read a payload whose caller has returned.
 		cc.w.stop(false, err)

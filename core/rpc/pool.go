@@ -112,6 +112,13 @@ func (p *pool) startDial(k int) *dialing {
 			// Close ran while we dialed and could not see this connection.
 			cc.fail(unavailable(nil, "client closed"))
 			cc, err = nil, unavailable(nil, "client closed")
+		} else if old := s.cc.Load(); old != nil && old.usable() {
+			// A caller that saw the slot empty asked for this dial after an
+			// earlier dial had filled it. Keep the working connection: one
+			// replaced while usable would be held by no slot, and Close,
+			// which closes the slots' connections, would wait for it forever.
+			cc.fail(unavailable(nil, "a spare connection to %s", p.addr))
+			cc = old
 		} else {
 			// The connection replaced is broken, or draining and closes
 			// itself after its last call.

@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
 )
 
 // ReservePort returns a free loopback address for a service that will be
@@ -11,10 +15,19 @@ import (
 // (32768 and up on Linux), because while the service is down any outgoing
 // connection on the machine may be given an ephemeral port, and then the
 // restart could not bind it.
+//
+// A port stays reserved until the process exits, by an flock on a file named
+// after it: no other reservation, in this process or in another test binary
+// running beside it (go test runs packages in parallel), gets it meanwhile,
+// even while its service is down between a kill and a restart.
 func ReservePort() (string, error) {
 	var err error
 	for try := 0; try < 200; try++ {
-		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		port := 20000 + rand.IntN(12000)
+		if !lockPort(port) {
+			continue
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		var l net.Listener
 		if l, err = net.Listen("tcp", addr); err == nil {
 			l.Close()
@@ -22,4 +35,30 @@ func ReservePort() (string, error) {
 		}
 	}
 	return "", fmt.Errorf("harness: no free port below the ephemeral range: %w", err)
+}
+
+var portLocks struct {
+	sync.Mutex
+	held []*os.File // kept open: closing a file would release its lock
+}
+
+// lockPort takes the machine-wide reservation of port, or reports that
+// someone holds it. Without a lock directory it reserves nothing extra.
+func lockPort(port int) bool {
+	dir := filepath.Join(os.TempDir(), "flyfs-harness-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return true
+	}
+	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprint(port)), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return false
+	}
+	portLocks.Lock()
+	portLocks.held = append(portLocks.held, f)
+	portLocks.Unlock()
+	return true
 }
