@@ -204,6 +204,26 @@ func TestOverview(t *testing.T) {
 	if len(o.Samples) < 2 || len(o.Rates) < 1 {
 		t.Errorf("%d samples, %d rates: the sampler runs while someone is signed in", len(o.Samples), len(o.Rates))
 	}
+	// Reads show in the read-throughput series once a sample interval holds some.
+	buf := make([]byte, 100_000)
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		if f, err := r.fs.Open(ctx, "/f"); err == nil {
+			f.ReadAt(buf, 0)
+			f.Close()
+		}
+		b.must("GET", "/api/overview", nil, &o)
+		seen := false
+		for _, rt := range o.Rates {
+			seen = seen || rt.ReadBytesPerS != nil && *rt.ReadBytesPerS > 0 && rt.ReadOpsPerS != nil && *rt.ReadOpsPerS > 0
+		}
+		if seen {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no read throughput in the rates while reading: %+v", o.Rates)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	t.Logf("overview: %+v unreported %q", o.Health, o.Unreported)
 }
 

@@ -307,10 +307,7 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 
 // unreported lists what the page cannot show because no service reports it.
 func (c *Console) unreported() []string {
-	u := []string{
-		"read/write throughput and operations per second: no service counts them yet; the charts show the net change of stored bytes and chunks (and of namespace bytes and inodes) instead",
-		"recovery bytes total: storaged reports chunks done of total and bytes sent, not the bytes still to send",
-	}
+	u := []string{} // never null in the JSON: the page reads its length
 	if c.cfg.FS == nil {
 		u = append(u, "namespace totals and GC queue: this console has no metadata client")
 	}
@@ -360,6 +357,7 @@ type recoveryJSON struct {
 	ChunksDone   uint64   `json:"chunksDone"`
 	Chunks       uint64   `json:"chunks"`
 	BytesDone    uint64   `json:"bytesDone"`
+	Bytes        uint64   `json:"bytes"` // to send in all (0: not reported)
 	BytesPerSec  *float64 `json:"bytesPerSec"`
 	ChunksPerSec *float64 `json:"chunksPerSec"`
 	SecondsLeft  *float64 `json:"secondsLeft"`
@@ -554,14 +552,18 @@ func recoveryOf(id routing.TargetID, last, prev *nodeStats) *recoveryJSON {
 	if !ok {
 		return nil
 	}
-	rj := &recoveryJSON{From: uint32(p.From), ChunksDone: p.ChunksDone, Chunks: p.Chunks, BytesDone: p.BytesDone}
+	rj := &recoveryJSON{From: uint32(p.From), ChunksDone: p.ChunksDone, Chunks: p.Chunks, BytesDone: p.BytesDone, Bytes: p.Bytes}
 	if prev != nil {
 		if q, ok := prev.sync[id]; ok && q.From == p.From && q.ChunksDone <= p.ChunksDone {
 			if dt := last.at.Sub(prev.at).Seconds(); dt > 0 {
 				br := float64(p.BytesDone-q.BytesDone) / dt
 				cr := float64(p.ChunksDone-q.ChunksDone) / dt
 				rj.BytesPerSec, rj.ChunksPerSec = &br, &cr
-				if cr > 0 && p.Chunks >= p.ChunksDone {
+				switch {
+				case br > 0 && p.Bytes >= p.BytesDone && p.Bytes > 0:
+					left := float64(p.Bytes-p.BytesDone) / br
+					rj.SecondsLeft = &left
+				case cr > 0 && p.Chunks >= p.ChunksDone:
 					left := float64(p.Chunks-p.ChunksDone) / cr
 					rj.SecondsLeft = &left
 				}

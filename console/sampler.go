@@ -13,11 +13,10 @@ import (
 // keepSamples bounds the history behind the live charts.
 const keepSamples = 150
 
-// point is one sample of the cluster's counters. The cluster reports no
-// read/write byte or operation counters today, so the charts show what it
-// does report, as rates between samples: the net change of bytes and chunks
-// stored on the storage nodes (all replicas), and, with a namespace client,
-// of the namespace's file bytes and inode count.
+// point is one sample of the cluster's counters, charted as rates between
+// samples: client reads and writes (bytes and operations) the storage nodes
+// served, the net change of bytes and chunks they store (all replicas), and,
+// with a namespace client, of the namespace's file bytes and inode count.
 type point struct {
 	At          time.Time `json:"t"`
 	StoredBytes uint64    `json:"storedBytes"`
@@ -26,6 +25,11 @@ type point struct {
 	NSBytes     int64     `json:"nsBytes"`
 	Inodes      int64     `json:"inodes"`
 	NSOK        bool      `json:"nsKnown"`
+	// I/O served since the previous sample, summed over the nodes that
+	// answered both (a node that restarted in between starts over and is
+	// left out of this one).
+	IO      storageapi.IOCounters `json:"io"`
+	IOKnown bool                  `json:"ioKnown"`
 }
 
 // ratePoint is the per-second change between two consecutive samples.
@@ -34,6 +38,10 @@ type ratePoint struct {
 	StoredBytesPerS float64   `json:"storedBytesPerSec"`
 	ChunksPerS      float64   `json:"chunksPerSec"`
 	NSBytesPerS     *float64  `json:"nsBytesPerSec"`
+	ReadBytesPerS   *float64  `json:"readBytesPerSec"`
+	WriteBytesPerS  *float64  `json:"writeBytesPerSec"`
+	ReadOpsPerS     *float64  `json:"readOpsPerSec"`
+	WriteOpsPerS    *float64  `json:"writeOpsPerSec"`
 	InodesPerS      *float64  `json:"inodesPerSec"`
 	Comparable      bool      `json:"comparable"` // the same nodes answered both samples
 	IntervalSeconds float64   `json:"intervalSeconds"`
@@ -45,6 +53,7 @@ type syncProgress struct {
 	ChunksDone uint64
 	Chunks     uint64
 	BytesDone  uint64
+	Bytes      uint64 // to send in all (0: not reported)
 }
 
 // nodeStats is the newest Stats answer of every storage node that answered.
@@ -63,6 +72,9 @@ type sampler struct {
 	points []point
 	last   *nodeStats // newest
 	prev   *nodeStats // the one before, for recovery rates
+	// sampled is the previous sample's stats, which the I/O deltas of the
+	// next point are taken against (last may be a fresher fetch).
+	sampled *nodeStats
 }
 
 func newSampler(c *Console, rc *rpc.Client) *sampler {
@@ -91,6 +103,10 @@ func (s *sampler) sample(ctx context.Context) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.sampled != nil {
+		p.IO, p.IOKnown = ioSince(s.sampled, ns), true
+	}
+	s.sampled = ns
 	s.points = append(s.points, p)
 	if len(s.points) > keepSamples {
 		s.points = append(s.points[:0], s.points[len(s.points)-keepSamples:]...)
@@ -127,7 +143,7 @@ func (s *sampler) fetchStats(ctx context.Context, info *routing.Info) *nodeStats
 		for _, t := range st.Targets {
 			if t.SyncTarget != 0 {
 				out.sync[routing.TargetID(t.SyncTarget)] = syncProgress{From: routing.TargetID(t.Target),
-					ChunksDone: t.SyncChunksDone, Chunks: t.SyncChunks, BytesDone: t.SyncBytesDone}
+					ChunksDone: t.SyncChunksDone, Chunks: t.SyncChunks, BytesDone: t.SyncBytesDone, Bytes: t.SyncBytes}
 			}
 		}
 	}
@@ -174,6 +190,11 @@ func (s *sampler) series() ([]point, []ratePoint) {
 		r := ratePoint{At: b.At, IntervalSeconds: dt, Comparable: a.NodesOK == b.NodesOK,
 			StoredBytesPerS: (float64(b.StoredBytes) - float64(a.StoredBytes)) / dt,
 			ChunksPerS:      (float64(b.Chunks) - float64(a.Chunks)) / dt}
+		if b.IOKnown {
+			perS := func(v uint64) *float64 { r := float64(v) / dt; return &r }
+			r.ReadBytesPerS, r.WriteBytesPerS = perS(b.IO.ReadBytes), perS(b.IO.WriteBytes)
+			r.ReadOpsPerS, r.WriteOpsPerS = perS(b.IO.ReadOps), perS(b.IO.WriteOps)
+		}
 		if a.NSOK && b.NSOK {
 			nb := float64(b.NSBytes-a.NSBytes) / dt
 			ni := float64(b.Inodes-a.Inodes) / dt
@@ -182,4 +203,25 @@ func (s *sampler) series() ([]point, []ratePoint) {
 		rates = append(rates, r)
 	}
 	return pts, rates
+}
+
+// ioSince sums the I/O each node served between two fetches, over the nodes
+// that answered both in the same incarnation.
+func ioSince(before, after *nodeStats) storageapi.IOCounters {
+	var sum storageapi.IOCounters
+	for id, b := range after.nodes {
+		a, ok := before.nodes[id]
+		if !ok || a.Incarnation != b.Incarnation {
+			continue
+		}
+		x, y := a.IO, b.IO
+		if y.ReadOps < x.ReadOps || y.ReadBytes < x.ReadBytes || y.WriteOps < x.WriteOps || y.WriteBytes < x.WriteBytes {
+			continue
+		}
+		sum.ReadOps += y.ReadOps - x.ReadOps
+		sum.ReadBytes += y.ReadBytes - x.ReadBytes
+		sum.WriteOps += y.WriteOps - x.WriteOps
+		sum.WriteBytes += y.WriteBytes - x.WriteBytes
+	}
+	return sum
 }

@@ -37,18 +37,20 @@ type targetState struct {
 
 	syncTarget                     uint32 // recovery this node runs for its successor
 	syncDone, syncTotal, syncBytes uint64
+	syncBytesTotal                 uint64 // bytes of the chunks the recovery sends
 }
 
 type stateSnapshot struct {
 	local                          routing.LocalState
 	syncTarget                     uint32
 	syncDone, syncTotal, syncBytes uint64
+	syncBytesTotal                 uint64
 }
 
 func (ts *targetState) snapshot() stateSnapshot {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	return stateSnapshot{local: ts.local, syncTarget: ts.syncTarget, syncDone: ts.syncDone, syncTotal: ts.syncTotal, syncBytes: ts.syncBytes}
+	return stateSnapshot{local: ts.local, syncTarget: ts.syncTarget, syncDone: ts.syncDone, syncTotal: ts.syncTotal, syncBytes: ts.syncBytes, syncBytesTotal: ts.syncBytesTotal}
 }
 
 func (ts *targetState) get() routing.LocalState {

@@ -89,6 +89,7 @@ func (s *Server) recover(ctx context.Context, t *target, succ routing.Target) er
 		begin = layout.ChunkID(next(engine.ChunkID(page.Metas[len(page.Metas)-1].Chunk)))
 	}
 	local := map[engine.ChunkID]*craq.ChunkState{}
+	lengths := map[engine.ChunkID]uint32{}
 	var from engine.ChunkID
 	for {
 		page, more, err := t.eng.List(uint32(t.chain), from, engine.ChunkID{}, 4096, false)
@@ -98,6 +99,7 @@ func (s *Server) recover(ctx context.Context, t *target, succ routing.Target) er
 		for _, e := range page {
 			m := e.Meta
 			local[e.Chunk] = &craq.ChunkState{ChainVer: m.ChainVer, CommitVer: m.CommitVer, UpdateVer: m.UpdateVer, Checksum: m.Checksum}
+			lengths[e.Chunk] = m.Len
 		}
 		if !more || len(page) == 0 {
 			break
@@ -115,8 +117,15 @@ func (s *Server) recover(ctx context.Context, t *target, succ routing.Target) er
 	}
 	sort.Slice(ids, func(i, j int) bool { return string(ids[i][:]) < string(ids[j][:]) })
 
+	var sendBytes uint64
+	for _, id := range ids {
+		if craq.SyncDecision(local[id], remote[id]) == craq.SyncSend {
+			sendBytes += uint64(lengths[id])
+		}
+	}
 	t.state.mu.Lock()
 	t.state.syncTarget, t.state.syncDone, t.state.syncTotal, t.state.syncBytes = uint32(succ.ID), 0, uint64(len(ids)), 0
+	t.state.syncBytesTotal = sendBytes
 	t.state.mu.Unlock()
 	limit := s.cfg.ResyncBytesPerSec
 	if limit <= 0 {

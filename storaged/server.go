@@ -85,6 +85,8 @@ type Server struct {
 	redriving sync.Map       // engine.Key -> struct{}: pending chunks being re-driven
 	stopBg    context.CancelFunc
 	bg        context.Context // cancelled at Close: bounds work that outlives a request
+	io        ioCounters
+	started   uint64 // start time in ns: tells the console the counters started over
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
@@ -155,6 +157,7 @@ func New(cfg Config) (*Server, error) {
 	rpc.Handle(s.rpc, storageapi.MethodSyncDone, s.handleSyncDone)
 	bg, stop := context.WithCancel(context.Background())
 	s.bg, s.stopBg = bg, stop
+	s.started = uint64(time.Now().UnixNano())
 	s.startRepairs(bg)
 	if cfg.Mgmtd != nil {
 		s.startLifecycle()
@@ -251,7 +254,7 @@ func toWireMeta(chunk [16]byte, m engine.Meta) storageapi.ChunkMeta {
 }
 
 func (s *Server) handleStats(ctx context.Context, _ *storageapi.StatsReq, _ []byte) (*storageapi.StatsResp, []byte, error) {
-	resp := &storageapi.StatsResp{Node: uint32(s.cfg.Node)}
+	resp := &storageapi.StatsResp{Node: uint32(s.cfg.Node), IO: s.io.snapshot(), Incarnation: s.started}
 	for i, e := range s.engines {
 		st := e.Stats()
 		resp.Disks = append(resp.Disks, storageapi.DiskStats{Path: s.cfg.Disks[i], Chunks: uint64(st.Chunks), UsedBytes: uint64(st.UsedBytes),
@@ -261,7 +264,17 @@ func (s *Server) handleStats(ctx context.Context, _ *storageapi.StatsReq, _ []by
 	for _, t := range s.allTargets() {
 		st := t.state.snapshot()
 		resp.Targets = append(resp.Targets, storageapi.TargetStats{Target: uint32(t.id), Chain: uint32(t.chain), Disk: t.disk,
-			Local: uint8(st.local), SyncTarget: st.syncTarget, SyncChunksDone: st.syncDone, SyncChunks: st.syncTotal, SyncBytesDone: st.syncBytes})
+			Local: uint8(st.local), SyncTarget: st.syncTarget, SyncChunksDone: st.syncDone, SyncChunks: st.syncTotal, SyncBytesDone: st.syncBytes, SyncBytes: st.syncBytesTotal})
 	}
 	return resp, nil, nil
+}
+
+// ioCounters count the client I/O this node served (see storageapi.IOCounters).
+type ioCounters struct {
+	readOps, readBytes, writeOps, writeBytes atomic.Uint64
+}
+
+func (c *ioCounters) snapshot() storageapi.IOCounters {
+	return storageapi.IOCounters{ReadOps: c.readOps.Load(), ReadBytes: c.readBytes.Load(),
+		WriteOps: c.writeOps.Load(), WriteBytes: c.writeBytes.Load()}
 }

@@ -49,6 +49,10 @@ func (s *Server) handleWrite(ctx context.Context, req *storageapi.WriteReq, data
 	}
 	resp, err := s.updateLocked(ctx, t, req, data)
 	err = wireError(err)
+	if err == nil && !req.Forwarded && !req.Resync {
+		s.io.writeOps.Add(1)
+		s.io.writeBytes.Add(uint64(len(data)))
+	}
 	switch {
 	case tagged && !req.Forwarded:
 		s.dedup.finish(req.Tag, req.Key.Chain, resp, err)

@@ -193,6 +193,17 @@ type TargetStats struct {
 	SyncChunksDone uint64 `cbor:"6,keyasint,omitempty"`
 	SyncChunks     uint64 `cbor:"7,keyasint,omitempty"`
 	SyncBytesDone  uint64 `cbor:"8,keyasint,omitempty"`
+	SyncBytes      uint64 `cbor:"9,keyasint,omitempty"` // bytes the recovery sends in all
+}
+
+// IOCounters count the client I/O a node served since it started: reads it
+// answered, and updates that entered their chain at it (the head), so that
+// summing over nodes counts each client byte once, whatever the replication.
+type IOCounters struct {
+	ReadOps    uint64 `cbor:"1,keyasint,omitempty" json:"readOps"`
+	ReadBytes  uint64 `cbor:"2,keyasint,omitempty" json:"readBytes"`
+	WriteOps   uint64 `cbor:"3,keyasint,omitempty" json:"writeOps"`
+	WriteBytes uint64 `cbor:"4,keyasint,omitempty" json:"writeBytes"`
 }
 
 // StatsResp is a node's stats.
@@ -200,6 +211,9 @@ type StatsResp struct {
 	Node    uint32        `cbor:"1,keyasint"`
 	Disks   []DiskStats   `cbor:"2,keyasint"`
 	Targets []TargetStats `cbor:"3,keyasint"`
+	IO      IOCounters    `cbor:"4,keyasint"`
+	// Incarnation changes when the node restarts (its counters start over).
+	Incarnation uint64 `cbor:"5,keyasint,omitempty"`
 }
 
 // Client is a typed stub over an rpc.Client.

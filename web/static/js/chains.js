@@ -73,12 +73,12 @@ export function chainsPage(root, params) {
   }
 
   function recovery(rec) {
-    const pct = rec.chunks ? 100 * rec.chunksDone / rec.chunks : 0;
+    const pct = rec.bytes ? 100 * Math.min(rec.bytesDone / rec.bytes, 1) : rec.chunks ? 100 * rec.chunksDone / rec.chunks : 0;
     const bar = h('div');
     bar.style.width = pct.toFixed(1) + '%'; // CSSOM: allowed by the page's CSP, unlike style attributes
     return h('div', { class: 'recovery' },
       h('div', { class: 'progress' }, bar),
-      h('div', { class: 'where' }, `${fmtNum(rec.chunksDone)} of ${fmtNum(rec.chunks)} chunks, ${fmtBytes(rec.bytesDone)} sent`,
+      h('div', { class: 'where' }, `${fmtNum(rec.chunksDone)} of ${fmtNum(rec.chunks)} chunks, ${fmtBytes(rec.bytesDone)}${rec.bytes ? ' of ' + fmtBytes(rec.bytes) : ''} sent`,
         rec.bytesPerSec !== null ? ` · ${fmtBytes(rec.bytesPerSec)}/s` : '',
         rec.secondsLeft !== null ? ` · ${fmtDuration(rec.secondsLeft)} left` : '',
         ` · from target ${rec.from}`));

@@ -7,9 +7,11 @@ export function overviewPage(root) {
   const health = h('div', { class: 'card', id: 'health' }, 'Loading…');
   const stats = h('div', { class: 'grid' });
   const charts = {
+    read: chart('Read throughput (client reads served)', v => fmtBytes(v) + '/s'),
+    write: chart('Write throughput (client writes, once per replica chain)', v => fmtBytes(v) + '/s'),
+    readOps: chart('Read operations per second', v => fmtNum(v, 1) + '/s'),
+    writeOps: chart('Write operations per second', v => fmtNum(v, 1) + '/s'),
     stored: chart('Stored bytes, net change per second (all replicas)', v => fmtBytes(v) + '/s'),
-    chunks: chart('Chunks stored, net change per second', v => fmtNum(v, 1) + '/s'),
-    nsBytes: chart('Namespace file bytes, net change per second', v => fmtBytes(v) + '/s'),
     inodes: chart('Inodes, net change per second', v => fmtNum(v, 1) + '/s'),
   };
   const services = h('div');
@@ -50,9 +52,11 @@ export function overviewPage(root) {
       stat('Routing version', String(o.routingVersion), o.bootstrapping ? 'primary is bootstrapping' : 'current'));
     const rates = o.rates || [];
     const pts = (f) => rates.map(r => ({ t: Date.parse(r.t), v: f(r) }));
+    charts.read.draw(pts(r => r.readBytesPerSec));
+    charts.write.draw(pts(r => r.writeBytesPerSec));
+    charts.readOps.draw(pts(r => r.readOpsPerSec));
+    charts.writeOps.draw(pts(r => r.writeOpsPerSec));
     charts.stored.draw(pts(r => r.storedBytesPerSec));
-    charts.chunks.draw(pts(r => r.chunksPerSec));
-    charts.nsBytes.draw(pts(r => r.nsBytesPerSec));
     charts.inodes.draw(pts(r => r.inodesPerSec));
 
     const rows = [];
