@@ -7,8 +7,8 @@ export function overviewPage(root) {
   const health = h('div', { class: 'card', id: 'health' }, 'Loading…');
   const stats = h('div', { class: 'grid' });
   const charts = {
-    read: chart('Read throughput (client reads served)', v => fmtBytes(v) + '/s'),
-    write: chart('Write throughput (client writes, once per replica chain)', v => fmtBytes(v) + '/s'),
+    read: chart('Read throughput (client reads)', v => fmtBytes(v) + '/s'),
+    write: chart('Write throughput (client writes, counted once)', v => fmtBytes(v) + '/s'),
     readOps: chart('Read operations per second', v => fmtNum(v, 1) + '/s'),
     writeOps: chart('Write operations per second', v => fmtNum(v, 1) + '/s'),
     stored: chart('Stored bytes, net change per second (all replicas)', v => fmtBytes(v) + '/s'),
