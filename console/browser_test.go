@@ -326,7 +326,7 @@ func TestBrowserChains(t *testing.T) {
 	// Maintenance through the buttons: hold target 101 offline, release it.
 	b.do("take 101 offline", chromedp.Click(chromedp.CSS(`button[data-target="101"][data-action="offline"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
-	b.waitJS("target 101 offline", `(() => { const e = document.querySelector('.target[data-target="101"]'); return e && e.dataset.public === 'offline'; })()`, 15*time.Second)
+	b.waitJS("target 101 offline and marked held", `(() => { const e = document.querySelector('.target[data-target="101"]'); return e && e.dataset.public === 'offline' && e.textContent.includes('held by an admin'); })()`, 15*time.Second)
 	b.shot("chains-held")
 	b.do("bring 101 online", chromedp.Click(chromedp.CSS(`button[data-target="101"][data-action="online"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))

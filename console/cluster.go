@@ -370,6 +370,7 @@ type targetJSON struct {
 	Disk     int           `json:"disk"`
 	Public   string        `json:"public"`
 	Local    string        `json:"local"`
+	Held     *bool         `json:"held"` // held offline by an admin (null: mgmtd did not say)
 	Recovery *recoveryJSON `json:"recovery"`
 }
 
@@ -509,6 +510,13 @@ func (c *Console) handleChains(w http.ResponseWriter, r *http.Request) {
 	}) {
 		last, prev = c.sampler.stats(ctx, info)
 	}
+	var held map[routing.TargetID]bool // nil: unknown
+	if nodes, err := c.mgmtd.ListNodes(ctx); err == nil {
+		held = map[routing.TargetID]bool{}
+		for _, id := range nodes.Held {
+			held[id] = true
+		}
+	}
 	for _, ch := range page {
 		cj := chainJSON{ID: uint32(ch.ID), Version: ch.Version, State: chainState(ch), Tables: inTables[ch.ID], Targets: []targetJSON{}}
 		if cj.Tables == nil {
@@ -519,6 +527,10 @@ func (c *Console) handleChains(w http.ResponseWriter, r *http.Request) {
 			tj := targetJSON{ID: uint32(t.ID), Node: uint32(t.Node), NodeAddr: addr, Disk: t.Disk, Public: t.Public.String(), Local: t.Local.String()}
 			if t.Local == 0 {
 				tj.Local = "unknown"
+			}
+			if held != nil {
+				h := held[t.ID]
+				tj.Held = &h
 			}
 			if t.Public == routing.Syncing {
 				tj.Recovery = recoveryOf(t.ID, last, prev)

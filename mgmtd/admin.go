@@ -244,6 +244,15 @@ func (s *Server) handleListNodes(ctx context.Context, _ *mgmtdapi.ListNodesReq, 
 		if found && lease.Expiry > now && !slices.ContainsFunc(resp.Mgmtds, func(m mgmtdapi.MgmtdStatus) bool { return m.ID == lease.Holder }) {
 			resp.Mgmtds = append(resp.Mgmtds, mgmtdapi.MgmtdStatus{ID: lease.Holder, Addr: lease.Addr, Primary: true})
 		}
+		held, err := readHeld(ctx, tx)
+		if err != nil {
+			return err
+		}
+		resp.Held = resp.Held[:0]
+		for id := range held {
+			resp.Held = append(resp.Held, id)
+		}
+		slices.Sort(resp.Held)
 		info, err = readRouting(ctx, tx)
 		return err
 	})

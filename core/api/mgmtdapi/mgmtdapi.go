@@ -182,6 +182,8 @@ type ListNodesResp struct {
 	// Partial: no primary is elected, so the answering mgmtd listed the nodes
 	// it knows from the KV store without liveness.
 	Partial bool `cbor:"3,keyasint,omitempty"`
+	// Held lists the targets an admin holds offline (SetTargetHeld), sorted.
+	Held []routing.TargetID `cbor:"4,keyasint,omitempty"`
 }
 
 // Client is a typed stub over an rpc.Client.

@@ -60,13 +60,14 @@ export function chainsPage(root, params) {
   }
 
   function targetBox(t) {
-    const held = t.public === 'offline' || t.public === 'lastsrv';
+    // Only a held target is released; when mgmtd did not say, any offline one.
+    const held = t.held === null || t.held === undefined ? t.public === 'offline' || t.public === 'lastsrv' : t.held;
     const btn = h('button', { class: 'small ' + (held ? 'secondary' : 'danger'), dataset: { target: t.id, action: held ? 'online' : 'offline' } },
       held ? 'Bring online' : 'Take offline');
     btn.addEventListener('click', () => hold(t, !held));
     const rec = t.recovery;
     return h('div', { class: 'target', dataset: { target: t.id, public: t.public } },
-      h('div', { class: 'head' }, `Target ${t.id} `, badge(t.public), ' ', badge(t.local)),
+      h('div', { class: 'head' }, `Target ${t.id} `, badge(t.public), ' ', badge(t.local), t.held ? [' ', badge('held', 'held by an admin')] : null),
       h('div', { class: 'where' }, `node ${t.node} disk ${t.disk}`, t.nodeAddr ? ` · ${t.nodeAddr}` : ''),
       rec ? recovery(rec) : (t.public === 'syncing' ? h('div', { class: 'where' }, 'recovery starting…') : null),
       h('div', {}, btn));
