@@ -237,7 +237,9 @@ func (s *Server) forward(ctx context.Context, t *target, req *storageapi.WriteRe
 			fwd.Kind, fwd.Offset, fwd.Length = storageapi.KindReplace, 0, 0
 			fwd.Checksum, payload = crc32.Checksum(content, castagnoli), content
 		}
-		resp, err := s.peers.Write(ctx, addr, &fwd, payload)
+		actx, stop := s.whileSuccessor(ctx, t, succ.ID)
+		resp, err := s.peers.Write(actx, addr, &fwd, payload)
+		stop()
 		if err == nil && req.Kind != storageapi.KindRemove && resp.Meta.CommitVer < fwd.UpdateVer {
 			// An ack must mean the successor committed this version; one
 			// that did not is treated as a gap and answered with the whole chunk.
@@ -273,6 +275,38 @@ func (s *Server) forward(ctx context.Context, t *target, req *storageapi.WriteRe
 		case <-ctx.Done():
 		}
 	}
+}
+
+// whileSuccessor returns a context for one forward to succ that ends when
+// routing no longer names succ as t's successor: a forward to a frozen
+// successor then moves on when the successor is declared failed, instead of
+// waiting out the forward timeout while it holds the chunk's lock.
+func (s *Server) whileSuccessor(ctx context.Context, t *target, succ routing.TargetID) (context.Context, func()) {
+	actx, cancel := context.WithCancel(ctx)
+	go func() {
+		for {
+			changed := s.cfg.Routing.Changed()
+			if !s.stillSuccessor(t, succ) {
+				cancel()
+				return
+			}
+			select {
+			case <-changed:
+			case <-actx.Done():
+				return
+			}
+		}
+	}()
+	return actx, cancel
+}
+
+func (s *Server) stillSuccessor(t *target, succ routing.TargetID) bool {
+	chain, ok := s.cfg.Routing.Current().Chain(t.chain)
+	if !ok {
+		return false
+	}
+	cur, ok := chain.Successor(t.id)
+	return ok && cur.ID == succ
 }
 
 // readWhole returns a chunk's whole current content, pending or not.
