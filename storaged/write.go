@@ -246,10 +246,7 @@ func (s *Server) forward(ctx context.Context, t *target, req *storageapi.WriteRe
 			s.log.Warn("successor acknowledged a version it does not hold", "chain", t.chain, "successor", succ.ID,
 				"chunk", req.Key.Chunk, "version", fwd.UpdateVer, "its commit", resp.Meta.CommitVer)
 			gap = true
-			if time.Now().After(deadline) {
-				return rpc.Errorf(rpc.Unavailable, "chain %d: successor target %d keeps acknowledging version %d without it", t.chain, succ.ID, fwd.UpdateVer)
-			}
-			continue
+			err = rpc.Errorf(rpc.Unavailable, "successor acknowledged version %d at committed version %d", fwd.UpdateVer, resp.Meta.CommitVer)
 		}
 		if err == nil {
 			return nil
