@@ -117,60 +117,47 @@ func (s *Server) recover(ctx context.Context, t *target, succ routing.Target) er
 	}
 	sort.Slice(ids, func(i, j int) bool { return string(ids[i][:]) < string(ids[j][:]) })
 
+	// Decide every chunk once, on the two snapshots. Removals go first: a
+	// successor that left its chain with a full disk gets the room back
+	// (chunks collected meanwhile) before it is sent anything.
+	var sends, removes []engine.ChunkID
 	var sendBytes uint64
 	for _, id := range ids {
-		if craq.SyncDecision(local[id], remote[id]) == craq.SyncSend {
+		switch craq.SyncDecision(local[id], remote[id]) {
+		case craq.SyncSend:
+			sends = append(sends, id)
 			sendBytes += uint64(lengths[id])
+		case craq.SyncRemove:
+			removes = append(removes, id)
 		}
 	}
 	t.state.mu.Lock()
-	t.state.syncTarget, t.state.syncDone, t.state.syncTotal, t.state.syncBytes = uint32(succ.ID), 0, uint64(len(ids)), 0
-	t.state.syncBytesTotal = sendBytes
+	t.state.syncTarget, t.state.syncTotal, t.state.syncBytesTotal = uint32(succ.ID), uint64(len(ids)), sendBytes
+	t.state.syncDone, t.state.syncBytes = uint64(len(ids)-len(sends)-len(removes)), 0 // the skipped ones are done
 	t.state.mu.Unlock()
+	progress := func(bytes int) {
+		t.state.mu.Lock()
+		t.state.syncDone++
+		t.state.syncBytes += uint64(bytes)
+		t.state.mu.Unlock()
+	}
 	limit := s.cfg.ResyncBytesPerSec
 	if limit <= 0 {
 		limit = 256 << 20
 	}
 	lim := rate.NewLimiter(rate.Limit(limit), 64<<20)
-	sent, removed := 0, 0
-	// Removals first: a successor that left its chain with a full disk gets
-	// the room back (chunks collected meanwhile) before it is sent anything.
-	var sends []engine.ChunkID
-	for _, id := range ids {
-		switch craq.SyncDecision(local[id], remote[id]) {
-		case craq.SyncSend:
-			sends = append(sends, id)
-			continue
-		case craq.SyncRemove:
-			if err := s.transferRemove(ctx, t, succ, id); err != nil {
-				return err
-			}
-			removed++
+	for _, id := range removes {
+		if err := s.transferRemove(ctx, t, succ, id); err != nil {
+			return err
 		}
-		t.state.mu.Lock()
-		t.state.syncDone++
-		t.state.mu.Unlock()
+		progress(0)
 	}
 	for _, id := range sends {
-		switch craq.SyncDecision(local[id], remote[id]) {
-		case craq.SyncSend:
-			n, err := s.transfer(ctx, t, succ, id, lim)
-			if err != nil {
-				return err
-			}
-			sent++
-			t.state.mu.Lock()
-			t.state.syncBytes += uint64(n)
-			t.state.mu.Unlock()
-		case craq.SyncRemove:
-			if err := s.transferRemove(ctx, t, succ, id); err != nil {
-				return err
-			}
-			removed++
+		n, err := s.transfer(ctx, t, succ, id, lim)
+		if err != nil {
+			return err
 		}
-		t.state.mu.Lock()
-		t.state.syncDone++
-		t.state.mu.Unlock()
+		progress(n)
 	}
 	addr, ver, err := s.stillSyncing(t, succ)
 	if err != nil {
@@ -179,7 +166,7 @@ func (s *Server) recover(ctx context.Context, t *target, succ routing.Target) er
 	if err := s.peers.SyncDone(ctx, addr, &storageapi.SyncDoneReq{Chain: uint32(t.chain), ChainVer: ver, Target: uint32(succ.ID)}); err != nil {
 		return fmt.Errorf("sync-done: %w", err)
 	}
-	s.log.Info("recovery done", "chain", t.chain, "successor", succ.ID, "chunks", len(ids), "sent", sent, "removed", removed)
+	s.log.Info("recovery done", "chain", t.chain, "successor", succ.ID, "chunks", len(ids), "sent", len(sends), "removed", len(removes))
 	t.state.mu.Lock()
 	t.state.syncTarget = 0
 	t.state.mu.Unlock()
