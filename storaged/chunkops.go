@@ -8,7 +8,6 @@ import (
 	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
-	"github.com/flyfs/flyfs/storaged/engine"
 )
 
 const defaultRangeMax = 1024
@@ -27,13 +26,13 @@ func (s *Server) handleRemoveChunks(ctx context.Context, req *storageapi.ChunkRa
 	if max <= 0 {
 		max = defaultRangeMax
 	}
-	entries, more, err := t.eng.List(uint32(t.chain), engine.ChunkID(req.Begin), engine.ChunkID(req.End), max, false)
+	entries, more, err := t.eng.List(uint32(t.chain), req.Begin, req.End, max, false)
 	if err != nil {
 		return nil, nil, wireError(err)
 	}
 	resp := &storageapi.RemoveChunksResp{More: more}
 	for _, e := range entries {
-		rm := &storageapi.WriteReq{Key: storageapi.Key{Chain: req.Chain, ChainVer: req.ChainVer, Chunk: layout.ChunkID(e.Chunk)},
+		rm := &storageapi.WriteReq{Key: storageapi.Key{Chain: req.Chain, ChainVer: req.ChainVer, Chunk: e.Chunk},
 			Kind: storageapi.KindRemove, Checksum: crc32.Checksum(nil, castagnoli)}
 		if _, err := s.updateLocked(ctx, t, rm, nil); err != nil {
 			return resp, nil, wireError(err)
@@ -51,21 +50,21 @@ func (s *Server) handleQueryLastChunk(ctx context.Context, req *storageapi.Chunk
 		return nil, nil, err
 	}
 	resp := &storageapi.QueryLastChunkResp{}
-	last, _, err := t.eng.List(uint32(t.chain), engine.ChunkID(req.Begin), engine.ChunkID(req.End), 1, true)
+	last, _, err := t.eng.List(uint32(t.chain), req.Begin, req.End, 1, true)
 	if err != nil {
 		return nil, nil, wireError(err)
 	}
 	if len(last) == 0 {
 		return resp, nil, nil
 	}
-	resp.Found, resp.LastChunk, resp.LastLen = true, layout.ChunkID(last[0].Chunk), last[0].Meta.Len
+	resp.Found, resp.LastChunk, resp.LastLen = true, last[0].Chunk, last[0].Meta.Len
 	max := int(req.Max)
 	if max <= 0 {
 		max = 1 << 20
 	}
-	begin := engine.ChunkID(req.Begin)
+	begin := req.Begin
 	for int(resp.Count) < max {
-		page, more, err := t.eng.List(uint32(t.chain), begin, engine.ChunkID(req.End), min(defaultRangeMax, max-int(resp.Count)), false)
+		page, more, err := t.eng.List(uint32(t.chain), begin, req.End, min(defaultRangeMax, max-int(resp.Count)), false)
 		if err != nil {
 			return nil, nil, wireError(err)
 		}
@@ -76,7 +75,7 @@ func (s *Server) handleQueryLastChunk(ctx context.Context, req *storageapi.Chunk
 		if !more || len(page) == 0 {
 			return resp, nil, nil
 		}
-		begin = next(page[len(page)-1].Chunk)
+		begin = page[len(page)-1].Chunk.Next()
 	}
 	resp.More = true
 	return resp, nil, nil
@@ -92,13 +91,13 @@ func (s *Server) handleDumpChunkMeta(ctx context.Context, req *storageapi.ChunkR
 	if max <= 0 {
 		max = defaultRangeMax
 	}
-	end := engine.ChunkID(req.End)
-	if end == (engine.ChunkID{}) {
+	end := req.End
+	if end == (layout.ChunkID{}) {
 		for i := range end {
 			end[i] = 0xff
 		}
 	}
-	entries, more, err := t.eng.List(uint32(t.chain), engine.ChunkID(req.Begin), end, max, false)
+	entries, more, err := t.eng.List(uint32(t.chain), req.Begin, end, max, false)
 	if err != nil {
 		return nil, nil, wireError(err)
 	}
@@ -107,15 +106,4 @@ func (s *Server) handleDumpChunkMeta(ctx context.Context, req *storageapi.ChunkR
 		resp.Metas[i] = toWireMeta(e.Chunk, e.Meta)
 	}
 	return resp, nil, nil
-}
-
-// next is the chunk id right after c.
-func next(c engine.ChunkID) engine.ChunkID {
-	for i := len(c) - 1; i >= 0; i-- {
-		c[i]++
-		if c[i] != 0 {
-			break
-		}
-	}
-	return c
 }

@@ -9,9 +9,9 @@ import (
 
 	"github.com/flyfs/flyfs/core/api/mgmtdapi"
 	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
-	"github.com/flyfs/flyfs/storaged/engine"
 	"golang.org/x/sys/unix"
 )
 
@@ -150,7 +150,7 @@ func (s *Server) learnTargets(info *routing.Info) {
 }
 
 func hasChunks(t *target) bool {
-	e, _, err := t.eng.List(uint32(t.chain), engine.ChunkID{}, engine.ChunkID{}, 1, false)
+	e, _, err := t.eng.List(uint32(t.chain), layout.ChunkID{}, layout.ChunkID{}, 1, false)
 	return err != nil || len(e) > 0
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/flyfs/flyfs/core/api/storageapi"
 	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
-	"github.com/flyfs/flyfs/storaged/engine"
 )
 
 // A chunk stays pending at a replica when the update that made it pending
@@ -103,20 +102,20 @@ func (s *Server) watchHeads(ctx context.Context) {
 
 // redrivePending schedules every pending chunk of t for re-driving.
 func (s *Server) redrivePending(t *target) {
-	var from engine.ChunkID
+	var from layout.ChunkID
 	for {
-		page, more, err := t.eng.List(uint32(t.chain), from, engine.ChunkID{}, 4096, false)
+		page, more, err := t.eng.List(uint32(t.chain), from, layout.ChunkID{}, 4096, false)
 		if err != nil {
 			return
 		}
 		for _, e := range page {
 			if e.Meta.Pending() {
-				s.redriveLater(t, layout.ChunkID(e.Chunk))
+				s.redriveLater(t, e.Chunk)
 			}
 		}
 		if !more || len(page) == 0 {
 			return
 		}
-		from = next(page[len(page)-1].Chunk)
+		from = page[len(page)-1].Chunk.Next()
 	}
 }

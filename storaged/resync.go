@@ -73,7 +73,7 @@ func (s *Server) recover(ctx context.Context, t *target, succ routing.Target) er
 		return err
 	}
 	s.log.Info("recovery starting", "chain", t.chain, "successor", succ.ID)
-	remote := map[engine.ChunkID]*craq.ChunkState{}
+	remote := map[layout.ChunkID]*craq.ChunkState{}
 	var begin layout.ChunkID
 	for {
 		page, err := s.peers.DumpChunkMeta(ctx, addr, &storageapi.ChunkRange{Chain: uint32(t.chain), Begin: begin, Max: 4096})
@@ -81,18 +81,18 @@ func (s *Server) recover(ctx context.Context, t *target, succ routing.Target) er
 			return fmt.Errorf("dump successor's chunk metadata: %w", err)
 		}
 		for _, m := range page.Metas {
-			remote[engine.ChunkID(m.Chunk)] = &craq.ChunkState{ChainVer: m.ChainVer, CommitVer: m.CommitVer, UpdateVer: m.UpdateVer, Checksum: m.Checksum}
+			remote[m.Chunk] = &craq.ChunkState{ChainVer: m.ChainVer, CommitVer: m.CommitVer, UpdateVer: m.UpdateVer, Checksum: m.Checksum}
 		}
 		if !page.More || len(page.Metas) == 0 {
 			break
 		}
-		begin = layout.ChunkID(next(engine.ChunkID(page.Metas[len(page.Metas)-1].Chunk)))
+		begin = page.Metas[len(page.Metas)-1].Chunk.Next()
 	}
-	local := map[engine.ChunkID]*craq.ChunkState{}
-	lengths := map[engine.ChunkID]uint32{}
-	var from engine.ChunkID
+	local := map[layout.ChunkID]*craq.ChunkState{}
+	lengths := map[layout.ChunkID]uint32{}
+	var from layout.ChunkID
 	for {
-		page, more, err := t.eng.List(uint32(t.chain), from, engine.ChunkID{}, 4096, false)
+		page, more, err := t.eng.List(uint32(t.chain), from, layout.ChunkID{}, 4096, false)
 		if err != nil {
 			return err
 		}
@@ -104,9 +104,9 @@ func (s *Server) recover(ctx context.Context, t *target, succ routing.Target) er
 		if !more || len(page) == 0 {
 			break
 		}
-		from = next(page[len(page)-1].Chunk)
+		from = page[len(page)-1].Chunk.Next()
 	}
-	ids := make([]engine.ChunkID, 0, len(local)+len(remote))
+	ids := make([]layout.ChunkID, 0, len(local)+len(remote))
 	for id := range local {
 		ids = append(ids, id)
 	}
@@ -120,7 +120,7 @@ func (s *Server) recover(ctx context.Context, t *target, succ routing.Target) er
 	// Decide every chunk once, on the two snapshots. Removals go first: a
 	// successor that left its chain with a full disk gets the room back
 	// (chunks collected meanwhile) before it is sent anything.
-	var sends, removes []engine.ChunkID
+	var sends, removes []layout.ChunkID
 	var sendBytes uint64
 	for _, id := range ids {
 		switch craq.SyncDecision(local[id], remote[id]) {
@@ -175,7 +175,7 @@ func (s *Server) recover(ctx context.Context, t *target, succ routing.Target) er
 
 // transfer sends one chunk's current content and versions, under its lock so
 // no write of the chunk runs between reading and sending it.
-func (s *Server) transfer(ctx context.Context, t *target, succ routing.Target, id engine.ChunkID, lim *rate.Limiter) (int, error) {
+func (s *Server) transfer(ctx context.Context, t *target, succ routing.Target, id layout.ChunkID, lim *rate.Limiter) (int, error) {
 	k := engine.Key{Chain: uint32(t.chain), Chunk: id}
 	unlock := s.locks.lock(k)
 	defer unlock()
@@ -194,22 +194,22 @@ func (s *Server) transfer(ctx context.Context, t *target, succ routing.Target, i
 	if err != nil {
 		// A corrupt chunk is never sent: recovery stops (and is retried)
 		// until the chunk is repaired from another serving replica.
-		s.noteCorrupt(t, layout.ChunkID(id), err)
+		s.noteCorrupt(t, id, err)
 		return 0, err
 	}
 	if err := lim.WaitN(ctx, min(len(content), lim.Burst())); err != nil {
 		return 0, err
 	}
-	req := &storageapi.WriteReq{Key: storageapi.Key{Chain: uint32(t.chain), ChainVer: ver, Chunk: layout.ChunkID(id)},
+	req := &storageapi.WriteReq{Key: storageapi.Key{Chain: uint32(t.chain), ChainVer: ver, Chunk: id},
 		Kind: storageapi.KindReplace, ChunkSize: m.ChunkSize, Checksum: crc32.Checksum(content, castagnoli),
 		Forwarded: true, Resync: true, Syncing: true, UpdateVer: m.UpdateVer, CommitVer: m.CommitVer}
 	if _, err := s.peers.Write(ctx, addr, req, content); err != nil {
-		return 0, fmt.Errorf("send chunk %v: %w", layout.ChunkID(id), err)
+		return 0, fmt.Errorf("send chunk %v: %w", id, err)
 	}
 	return len(content), nil
 }
 
-func (s *Server) transferRemove(ctx context.Context, t *target, succ routing.Target, id engine.ChunkID) error {
+func (s *Server) transferRemove(ctx context.Context, t *target, succ routing.Target, id layout.ChunkID) error {
 	k := engine.Key{Chain: uint32(t.chain), Chunk: id}
 	unlock := s.locks.lock(k)
 	defer unlock()
@@ -223,8 +223,8 @@ func (s *Server) transferRemove(ctx context.Context, t *target, succ routing.Tar
 	return s.sendRemove(ctx, t, addr, ver, id)
 }
 
-func (s *Server) sendRemove(ctx context.Context, t *target, addr string, ver uint32, id engine.ChunkID) error {
-	req := &storageapi.WriteReq{Key: storageapi.Key{Chain: uint32(t.chain), ChainVer: ver, Chunk: layout.ChunkID(id)},
+func (s *Server) sendRemove(ctx context.Context, t *target, addr string, ver uint32, id layout.ChunkID) error {
+	req := &storageapi.WriteReq{Key: storageapi.Key{Chain: uint32(t.chain), ChainVer: ver, Chunk: id},
 		Kind: storageapi.KindRemove, Forwarded: true, Resync: true, Checksum: crc32.Checksum(nil, castagnoli)}
 	_, err := s.peers.Write(ctx, addr, req, nil)
 	return err

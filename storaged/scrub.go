@@ -50,9 +50,9 @@ func (s *Server) scrub(ctx context.Context) {
 // scrubPass verifies every chunk of every target once.
 func (s *Server) scrubPass(ctx context.Context, lim *rate.Limiter) (chunks, bytes, corrupt int64) {
 	for _, t := range s.allTargets() {
-		var from engine.ChunkID
+		var from layout.ChunkID
 		for {
-			page, more, err := t.eng.List(uint32(t.chain), from, engine.ChunkID{}, scrubPage, false)
+			page, more, err := t.eng.List(uint32(t.chain), from, layout.ChunkID{}, scrubPage, false)
 			if err != nil {
 				if !errors.Is(err, engine.ErrClosed) {
 					s.log.Warn("scrub: list chunks", "chain", t.chain, "err", err)
@@ -75,7 +75,7 @@ func (s *Server) scrubPass(ctx context.Context, lim *rate.Limiter) (chunks, byte
 			if !more || len(page) == 0 {
 				break
 			}
-			from = next(page[len(page)-1].Chunk)
+			from = page[len(page)-1].Chunk.Next()
 		}
 	}
 	return
@@ -83,7 +83,7 @@ func (s *Server) scrubPass(ctx context.Context, lim *rate.Limiter) (chunks, byte
 
 // scrubChunk verifies one chunk's current version and schedules its repair
 // if it fails.
-func (s *Server) scrubChunk(t *target, id engine.ChunkID) (bad bool, n int64) {
+func (s *Server) scrubChunk(t *target, id layout.ChunkID) (bad bool, n int64) {
 	h, err := t.eng.Get(engine.Key{Chain: uint32(t.chain), Chunk: id})
 	if err != nil {
 		return false, 0 // removed since listed (or a corrupt record, reported at open)
@@ -92,7 +92,7 @@ func (s *Server) scrubChunk(t *target, id engine.ChunkID) (bad bool, n int64) {
 	err = h.Verify()
 	h.Release()
 	if errors.Is(err, engine.ErrChecksum) {
-		s.noteCorrupt(t, layout.ChunkID(id), err)
+		s.noteCorrupt(t, id, err)
 		return true, n
 	}
 	return false, n

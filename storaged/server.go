@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/storaged/engine"
@@ -244,11 +245,11 @@ func (s *Server) route(chainID uint32, chainVer uint32) (*target, *routing.Info,
 	return t, info, chain, nil
 }
 
-func (t *target) key(c [16]byte) engine.Key {
-	return engine.Key{Chain: uint32(t.chain), Chunk: engine.ChunkID(c)}
+func (t *target) key(c layout.ChunkID) engine.Key {
+	return engine.Key{Chain: uint32(t.chain), Chunk: c}
 }
 
-func toWireMeta(chunk [16]byte, m engine.Meta) storageapi.ChunkMeta {
+func toWireMeta(chunk layout.ChunkID, m engine.Meta) storageapi.ChunkMeta {
 	return storageapi.ChunkMeta{Chunk: chunk, ChainVer: m.ChainVer, CommitVer: m.CommitVer, UpdateVer: m.UpdateVer,
 		Len: m.Len, Checksum: m.Checksum, ChunkSize: m.ChunkSize}
 }

@@ -27,6 +27,18 @@ func (c ChunkID) Index() uint64 { return binary.BigEndian.Uint64(c[8:]) }
 
 func (c ChunkID) String() string { return fmt.Sprintf("%016x:%d", c.Inode(), c.Index()) }
 
+// Next is the chunk id right after c in key order, for paging through a
+// range from the last id seen.
+func (c ChunkID) Next() ChunkID {
+	for i := len(c) - 1; i >= 0; i-- {
+		c[i]++
+		if c[i] != 0 {
+			break
+		}
+	}
+	return c
+}
+
 // InodeChunks returns the range [first chunk of inode, first chunk of inode+1).
 func InodeChunks(inode uint64) (begin, end ChunkID) {
 	return MakeChunkID(inode, 0), MakeChunkID(inode+1, 0)

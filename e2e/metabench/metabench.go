@@ -294,7 +294,7 @@ func engineSeq(dir string, size int64, noSync bool) (float64, float64, error) {
 	n := uint64((size + (1 << 20) - 1) >> 20)
 	start := time.Now()
 	for i := uint64(0); i < n; i++ {
-		k := engine.Key{Chain: 1, Chunk: engine.ChunkID(layout.MakeChunkID(1, i))}
+		k := engine.Key{Chain: 1, Chunk: layout.MakeChunkID(1, i)}
 		if _, err := e.Apply(k, engine.Update{Data: buf, ChunkSize: 1 << 20, UpdateVer: 1, CommitVer: 1, ChainVer: 1}); err != nil {
 			return 0, 0, err
 		}
@@ -302,7 +302,7 @@ func engineSeq(dir string, size int64, noSync bool) (float64, float64, error) {
 	wr := float64(n<<20) / 1e6 / time.Since(start).Seconds()
 	start = time.Now()
 	for i := uint64(0); i < n; i++ {
-		h, err := e.Get(engine.Key{Chain: 1, Chunk: engine.ChunkID(layout.MakeChunkID(1, i))})
+		h, err := e.Get(engine.Key{Chain: 1, Chunk: layout.MakeChunkID(1, i)})
 		if err != nil {
 			return 0, 0, err
 		}

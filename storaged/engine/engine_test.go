@@ -7,6 +7,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/flyfs/flyfs/core/layout"
 )
 
 func TestClassFor(t *testing.T) {
@@ -280,7 +282,7 @@ func TestHandleKeepsOldVersion(t *testing.T) {
 
 func TestList(t *testing.T) {
 	e := openT(t, t.TempDir(), testOptions())
-	var want []ChunkID
+	var want []layout.ChunkID
 	for _, chain := range []uint32{1, 2, ^uint32(0)} {
 		for ino := uint64(1); ino <= 3; ino++ {
 			for idx := uint64(0); idx < 4; idx++ {
@@ -292,15 +294,15 @@ func TestList(t *testing.T) {
 			}
 		}
 	}
-	ids := func(es []Entry) []ChunkID {
-		var out []ChunkID
+	ids := func(es []Entry) []layout.ChunkID {
+		var out []layout.ChunkID
 		for _, e := range es {
 			out = append(out, e.Chunk)
 		}
 		return out
 	}
-	rev := func(s []ChunkID) []ChunkID {
-		out := append([]ChunkID(nil), s...)
+	rev := func(s []layout.ChunkID) []layout.ChunkID {
+		out := append([]layout.ChunkID(nil), s...)
 		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
 			out[i], out[j] = out[j], out[i]
 		}
@@ -309,23 +311,23 @@ func TestList(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		chain      uint32
-		begin, end ChunkID
+		begin, end layout.ChunkID
 		limit      int
 		reverse    bool
-		want       []ChunkID
+		want       []layout.ChunkID
 		more       bool
 	}{
-		{"all", 2, ChunkID{}, ChunkID{}, 0, false, want, false},
-		{"all reverse", 2, ChunkID{}, ChunkID{}, 0, true, rev(want), false},
-		{"limit", 2, ChunkID{}, ChunkID{}, 5, false, want[:5], true},
-		{"limit exact", 2, ChunkID{}, ChunkID{}, 12, false, want, false},
-		{"reverse limit", 2, ChunkID{}, ChunkID{}, 3, true, rev(want)[:3], true},
-		{"one inode", 2, MakeChunkID(2, 0), MakeChunkID(3, 0), 0, false, want[4:8], false},
-		{"last chunk of inode", 2, MakeChunkID(2, 0), MakeChunkID(3, 0), 1, true, want[7:8], true},
-		{"half-open", 2, MakeChunkID(1, 2), MakeChunkID(2, 1), 0, false, want[2:5], false},
-		{"empty range", 2, MakeChunkID(3, 0), MakeChunkID(2, 0), 0, false, nil, false},
-		{"max chain", ^uint32(0), MakeChunkID(3, 3), ChunkID{}, 0, false, []ChunkID{MakeChunkID(3, 3)}, false},
-		{"missing chain", 7, ChunkID{}, ChunkID{}, 0, false, nil, false},
+		{"all", 2, layout.ChunkID{}, layout.ChunkID{}, 0, false, want, false},
+		{"all reverse", 2, layout.ChunkID{}, layout.ChunkID{}, 0, true, rev(want), false},
+		{"limit", 2, layout.ChunkID{}, layout.ChunkID{}, 5, false, want[:5], true},
+		{"limit exact", 2, layout.ChunkID{}, layout.ChunkID{}, 12, false, want, false},
+		{"reverse limit", 2, layout.ChunkID{}, layout.ChunkID{}, 3, true, rev(want)[:3], true},
+		{"one inode", 2, layout.MakeChunkID(2, 0), layout.MakeChunkID(3, 0), 0, false, want[4:8], false},
+		{"last chunk of inode", 2, layout.MakeChunkID(2, 0), layout.MakeChunkID(3, 0), 1, true, want[7:8], true},
+		{"half-open", 2, layout.MakeChunkID(1, 2), layout.MakeChunkID(2, 1), 0, false, want[2:5], false},
+		{"empty range", 2, layout.MakeChunkID(3, 0), layout.MakeChunkID(2, 0), 0, false, nil, false},
+		{"max chain", ^uint32(0), layout.MakeChunkID(3, 3), layout.ChunkID{}, 0, false, []layout.ChunkID{layout.MakeChunkID(3, 3)}, false},
+		{"missing chain", 7, layout.ChunkID{}, layout.ChunkID{}, 0, false, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			es, more, err := e.List(tc.chain, tc.begin, tc.end, tc.limit, tc.reverse)
@@ -493,7 +495,7 @@ func TestBadInputs(t *testing.T) {
 	if _, err := h.ReadAt(make([]byte, 1), 0); !errors.Is(err, ErrClosed) {
 		t.Fatalf("read after Close: %v", err)
 	}
-	if _, _, err := e.List(1, ChunkID{}, ChunkID{}, 0, false); !errors.Is(err, ErrClosed) {
+	if _, _, err := e.List(1, layout.ChunkID{}, layout.ChunkID{}, 0, false); !errors.Is(err, ErrClosed) {
 		t.Fatalf("List after Close: %v", err)
 	}
 	if err := e.Remove(k); !errors.Is(err, ErrClosed) {

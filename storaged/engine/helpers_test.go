@@ -6,6 +6,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/flyfs/flyfs/core/layout"
 )
 
 // testOptions keep preallocation small so tests do not eat the disk.
@@ -24,7 +26,7 @@ func openT(t testing.TB, dir string, opts Options) *Engine {
 }
 
 func tkey(chain uint32, ino, idx uint64) Key {
-	return Key{Chain: chain, Chunk: MakeChunkID(ino, idx)}
+	return Key{Chain: chain, Chunk: layout.MakeChunkID(ino, idx)}
 }
 
 // pattern returns n deterministic pseudo-random bytes for seed.

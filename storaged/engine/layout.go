@@ -1,9 +1,10 @@
 package engine
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math/bits"
+
+	"github.com/flyfs/flyfs/core/layout"
 )
 
 const (
@@ -24,30 +25,10 @@ const (
 	noClass = 0xFF
 )
 
-// ChunkID identifies a chunk within a chain: inode id (u64) then chunk index
-// (u64), both big-endian, so an inode's chunks are one contiguous key range.
-type ChunkID [16]byte
-
-// MakeChunkID builds the id of chunk index idx of inode ino.
-func MakeChunkID(ino, idx uint64) ChunkID {
-	var c ChunkID
-	binary.BigEndian.PutUint64(c[:8], ino)
-	binary.BigEndian.PutUint64(c[8:], idx)
-	return c
-}
-
-// Inode returns the inode half of the id.
-func (c ChunkID) Inode() uint64 { return binary.BigEndian.Uint64(c[:8]) }
-
-// Index returns the chunk index half of the id.
-func (c ChunkID) Index() uint64 { return binary.BigEndian.Uint64(c[8:]) }
-
-func (c ChunkID) String() string { return fmt.Sprintf("%016x:%016x", c.Inode(), c.Index()) }
-
 // Key is the engine-wide identity of a chunk.
 type Key struct {
 	Chain uint32
-	Chunk ChunkID
+	Chunk layout.ChunkID
 }
 
 func (k Key) String() string { return fmt.Sprintf("%d/%s", k.Chain, k.Chunk) }

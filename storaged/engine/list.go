@@ -5,11 +5,12 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/flyfs/flyfs/core/layout"
 )
 
 // Entry is one chunk returned by List.
 type Entry struct {
-	Chunk ChunkID
+	Chunk layout.ChunkID
 	Meta  Meta
 }
 
@@ -19,7 +20,7 @@ type Entry struct {
 // returned (limit <= 0: all); more reports that the range holds further
 // chunks. List reads the committed records, not the in-memory index.
 // Records that fail validation are skipped (and reported by Get/Verify).
-func (e *Engine) List(chain uint32, begin, end ChunkID, limit int, reverse bool) ([]Entry, bool, error) {
+func (e *Engine) List(chain uint32, begin, end layout.ChunkID, limit int, reverse bool) ([]Entry, bool, error) {
 	if err := e.begin(); err != nil {
 		return nil, false, err
 	}
@@ -27,7 +28,7 @@ func (e *Engine) List(chain uint32, begin, end ChunkID, limit int, reverse bool)
 	lo := encodeKey(nil, Key{Chain: chain, Chunk: begin})
 	var hi []byte
 	switch {
-	case end != ChunkID{}:
+	case end != layout.ChunkID{}:
 		hi = encodeKey(nil, Key{Chain: chain, Chunk: end})
 	case chain == ^uint32(0):
 		hi = []byte{prefixChunk + 1}

@@ -75,7 +75,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Report, error) {
 	var next atomic.Uint64
 	n, el, err := drive(ctx, cfg, func(r *rand.Rand) error {
 		i := next.Add(1)
-		_, err := eng.Apply(engine.Key{Chain: 1, Chunk: engine.ChunkID(layout.MakeChunkID(1, i))},
+		_, err := eng.Apply(engine.Key{Chain: 1, Chunk: layout.MakeChunkID(1, i)},
 			engine.Update{Data: data, ChunkSize: chunkSize, UpdateVer: 1, CommitVer: 1, ChainVer: 1})
 		return err
 	})
@@ -86,7 +86,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Report, error) {
 	rep.EngineWriteMBps = mbps(n, chunkSize, el)
 	written := next.Load()
 	n, el, err = drive(ctx, cfg, func(r *rand.Rand) error {
-		h, err := eng.Get(engine.Key{Chain: 1, Chunk: engine.ChunkID(layout.MakeChunkID(1, 1+r.Uint64N(written)))})
+		h, err := eng.Get(engine.Key{Chain: 1, Chunk: layout.MakeChunkID(1, 1+r.Uint64N(written))})
 		if err != nil {
 			return err
 		}

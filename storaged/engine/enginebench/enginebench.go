@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/storaged/engine"
 )
 
@@ -209,7 +210,7 @@ func (b *bench) run(ctx context.Context, d time.Duration, fn func(w int, r *rand
 }
 
 func (b *bench) key(w int, i int64) engine.Key {
-	return engine.Key{Chain: 1, Chunk: engine.MakeChunkID(uint64(w+1), uint64(i))}
+	return engine.Key{Chain: 1, Chunk: layout.MakeChunkID(uint64(w+1), uint64(i))}
 }
 
 func (b *bench) engineWrite(w int, _ *rand.Rand) error {
