@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"sort"
 
 	"github.com/flyfs/flyfs/core/api/storageapi"
 	"github.com/flyfs/flyfs/core/layout"
@@ -73,67 +72,18 @@ func (s *Server) recover(ctx context.Context, t *target, succ routing.Target) er
 		return err
 	}
 	s.log.Info("recovery starting", "chain", t.chain, "successor", succ.ID)
-	remote := map[layout.ChunkID]*craq.ChunkState{}
-	var begin layout.ChunkID
-	for {
-		page, err := s.peers.DumpChunkMeta(ctx, addr, &storageapi.ChunkRange{Chain: uint32(t.chain), Begin: begin, Max: 4096})
-		if err != nil {
-			return fmt.Errorf("dump successor's chunk metadata: %w", err)
-		}
-		for _, m := range page.Metas {
-			remote[m.Chunk] = &craq.ChunkState{ChainVer: m.ChainVer, CommitVer: m.CommitVer, UpdateVer: m.UpdateVer, Checksum: m.Checksum}
-		}
-		if !page.More || len(page.Metas) == 0 {
-			break
-		}
-		begin = page.Metas[len(page.Metas)-1].Chunk.Next()
+	remote, err := s.dumpChunkStates(ctx, addr, t.chain)
+	if err != nil {
+		return err
 	}
-	local := map[layout.ChunkID]*craq.ChunkState{}
-	lengths := map[layout.ChunkID]uint32{}
-	var from layout.ChunkID
-	for {
-		page, more, err := t.eng.List(uint32(t.chain), from, layout.ChunkID{}, 4096, false)
-		if err != nil {
-			return err
-		}
-		for _, e := range page {
-			m := e.Meta
-			local[e.Chunk] = &craq.ChunkState{ChainVer: m.ChainVer, CommitVer: m.CommitVer, UpdateVer: m.UpdateVer, Checksum: m.Checksum}
-			lengths[e.Chunk] = m.Len
-		}
-		if !more || len(page) == 0 {
-			break
-		}
-		from = page[len(page)-1].Chunk.Next()
+	local, err := localChunkStates(t)
+	if err != nil {
+		return err
 	}
-	ids := make([]layout.ChunkID, 0, len(local)+len(remote))
-	for id := range local {
-		ids = append(ids, id)
-	}
-	for id := range remote {
-		if local[id] == nil {
-			ids = append(ids, id)
-		}
-	}
-	sort.Slice(ids, func(i, j int) bool { return string(ids[i][:]) < string(ids[j][:]) })
-
-	// Decide every chunk once, on the two snapshots. Removals go first: a
-	// successor that left its chain with a full disk gets the room back
-	// (chunks collected meanwhile) before it is sent anything.
-	var sends, removes []layout.ChunkID
-	var sendBytes uint64
-	for _, id := range ids {
-		switch craq.SyncDecision(local[id], remote[id]) {
-		case craq.SyncSend:
-			sends = append(sends, id)
-			sendBytes += uint64(lengths[id])
-		case craq.SyncRemove:
-			removes = append(removes, id)
-		}
-	}
+	plan := craq.PlanRecovery(local, remote)
 	t.state.mu.Lock()
-	t.state.syncTarget, t.state.syncTotal, t.state.syncBytesTotal = uint32(succ.ID), uint64(len(ids)), sendBytes
-	t.state.syncDone, t.state.syncBytes = uint64(len(ids)-len(sends)-len(removes)), 0 // the skipped ones are done
+	t.state.syncTarget, t.state.syncTotal, t.state.syncBytesTotal = uint32(succ.ID), uint64(plan.Chunks()), plan.SendBytes
+	t.state.syncDone, t.state.syncBytes = uint64(plan.Skipped), 0 // the skipped ones are done
 	t.state.mu.Unlock()
 	progress := func(bytes int) {
 		t.state.mu.Lock()
@@ -146,14 +96,17 @@ func (s *Server) recover(ctx context.Context, t *target, succ routing.Target) er
 		limit = 256 << 20
 	}
 	lim := rate.NewLimiter(rate.Limit(limit), 64<<20)
-	for _, id := range removes {
-		if err := s.transferRemove(ctx, t, succ, id); err != nil {
-			return err
+	var sent, removed int
+	for _, step := range plan.Steps {
+		n := 0
+		switch step.Action {
+		case craq.SyncRemove:
+			err = s.transferRemove(ctx, t, succ, step.Chunk)
+			removed++
+		case craq.SyncSend:
+			n, err = s.transfer(ctx, t, succ, step.Chunk, lim)
+			sent++
 		}
-		progress(0)
-	}
-	for _, id := range sends {
-		n, err := s.transfer(ctx, t, succ, id, lim)
 		if err != nil {
 			return err
 		}
@@ -166,11 +119,50 @@ func (s *Server) recover(ctx context.Context, t *target, succ routing.Target) er
 	if err := s.peers.SyncDone(ctx, addr, &storageapi.SyncDoneReq{Chain: uint32(t.chain), ChainVer: ver, Target: uint32(succ.ID)}); err != nil {
 		return fmt.Errorf("sync-done: %w", err)
 	}
-	s.log.Info("recovery done", "chain", t.chain, "successor", succ.ID, "chunks", len(ids), "sent", len(sends), "removed", len(removes))
+	s.log.Info("recovery done", "chain", t.chain, "successor", succ.ID, "chunks", plan.Chunks(), "sent", sent, "removed", removed)
 	t.state.mu.Lock()
 	t.state.syncTarget = 0
 	t.state.mu.Unlock()
 	return nil
+}
+
+// dumpChunkStates pages through the successor's chunk metadata of a chain.
+func (s *Server) dumpChunkStates(ctx context.Context, addr string, chain routing.ChainID) (map[layout.ChunkID]craq.ChunkState, error) {
+	states := map[layout.ChunkID]craq.ChunkState{}
+	var begin layout.ChunkID
+	for {
+		page, err := s.peers.DumpChunkMeta(ctx, addr, &storageapi.ChunkRange{Chain: uint32(chain), Begin: begin, Max: 4096})
+		if err != nil {
+			return nil, fmt.Errorf("dump successor's chunk metadata: %w", err)
+		}
+		for _, m := range page.Metas {
+			states[m.Chunk] = craq.ChunkState{ChainVer: m.ChainVer, CommitVer: m.CommitVer, UpdateVer: m.UpdateVer, Checksum: m.Checksum, Len: m.Len}
+		}
+		if !page.More || len(page.Metas) == 0 {
+			return states, nil
+		}
+		begin = page.Metas[len(page.Metas)-1].Chunk.Next()
+	}
+}
+
+// localChunkStates pages through t's own chunk metadata.
+func localChunkStates(t *target) (map[layout.ChunkID]craq.ChunkState, error) {
+	states := map[layout.ChunkID]craq.ChunkState{}
+	var from layout.ChunkID
+	for {
+		page, more, err := t.eng.List(uint32(t.chain), from, layout.ChunkID{}, 4096, false)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range page {
+			m := e.Meta
+			states[e.Chunk] = craq.ChunkState{ChainVer: m.ChainVer, CommitVer: m.CommitVer, UpdateVer: m.UpdateVer, Checksum: m.Checksum, Len: m.Len}
+		}
+		if !more || len(page) == 0 {
+			return states, nil
+		}
+		from = page[len(page)-1].Chunk.Next()
+	}
 }
 
 // transfer sends one chunk's current content and versions, under its lock so

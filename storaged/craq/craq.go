@@ -1,8 +1,8 @@
 // Package craq holds the decisions of CRAQ chain replication as pure
 // functions: which version an update gets, whether a replica applies it, what a
-// read may return, and when a hop must forward a full-chunk replace. The
-// storage service does the I/O around them; tests drive every case here
-// without disks or sockets.
+// read may return, when a hop must forward a full-chunk replace, and what the
+// recovery of a returning target transfers. The storage service does the I/O
+// around them; tests drive every case here without disks or sockets.
 //
 // Version arithmetic (per chunk, per replica): CommitVer is the newest version
 // every replica downstream has committed; UpdateVer >= CommitVer is the newest

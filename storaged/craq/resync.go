@@ -6,6 +6,7 @@ type ChunkState struct {
 	CommitVer uint32
 	UpdateVer uint32
 	Checksum  uint32
+	Len       uint32 // bytes of content: what sending the chunk costs
 }
 
 // SyncAction is what recovery does with one chunk of a returning target.
