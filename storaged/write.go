@@ -181,10 +181,9 @@ func (s *Server) updateHeld(_ context.Context, t *target, req *storageapi.WriteR
 	case craq.AlreadyCommitted:
 		return &storageapi.WriteResp{Meta: toWireMeta(req.Key.Chunk, meta)}, nil
 	case craq.Apply:
-		_, tail := chain.Successor(t.id)
-		tail = !tail
+		_, hasSuccessor := chain.Successor(t.id)
 		commit := l.CommitVer
-		if tail { // the tail commits as it applies: one metadata write
+		if !hasSuccessor { // the tail commits as it applies: one metadata write
 			commit = d.Version
 		}
 		u := engine.Update{Offset: req.Offset, Data: data, Length: req.Length, ChunkSize: req.ChunkSize,
