@@ -206,12 +206,12 @@ func (s *Server) updateHeld(_ context.Context, t *target, req *storageapi.WriteR
 
 // forward sends the update to the successor and waits for its commit. While
 // the successor fails it keeps retrying, re-reading routing, towards whatever
-// target routing names next, until ForwardTimeout; with no successor (the tail)
-// it returns at once.
+// target routing names next, until ForwardTimeout (craq.AfterForward decides
+// each step); with no successor (the tail) it returns at once.
 func (s *Server) forward(ctx context.Context, t *target, req *storageapi.WriteReq, data []byte, d craq.Decision) error {
 	deadline := time.Now().Add(s.cfg.ForwardTimeout)
 	backoff := 20 * time.Millisecond
-	gap := false
+	sendWhole := false
 	for attempt := 0; ; attempt++ {
 		info := s.cfg.Routing.Current()
 		chain, ok := info.Chain(t.chain)
@@ -227,7 +227,7 @@ func (s *Server) forward(ctx context.Context, t *target, req *storageapi.WriteRe
 		fwd.Forwarded, fwd.Key.ChainVer = true, chain.Version
 		fwd.UpdateVer, fwd.Syncing = d.Version, succ.Public == routing.Syncing
 		payload := data
-		if req.Kind != storageapi.KindRemove && craq.ForwardReplace(fwd.Syncing, d, gap) {
+		if req.Kind != storageapi.KindRemove && craq.ForwardReplace(fwd.Syncing, d, sendWhole) {
 			content, err := readWhole(t.eng, t.key(req.Key.Chunk))
 			if err != nil {
 				s.noteCorrupt(t, req.Key.Chunk, err)
@@ -239,36 +239,30 @@ func (s *Server) forward(ctx context.Context, t *target, req *storageapi.WriteRe
 		actx, stop := s.whileSuccessor(ctx, t, succ.ID)
 		resp, err := s.peers.Write(actx, addr, &fwd, payload)
 		stop()
-		if err == nil && req.Kind != storageapi.KindRemove && resp.Meta.CommitVer < fwd.UpdateVer {
-			// An ack must mean the successor committed this version; one
-			// that did not is treated as a gap and answered with the whole chunk.
+		outcome := forwardOutcome(&fwd, resp, err)
+		if outcome == craq.ForwardAckedBehind {
 			s.log.Warn("successor acknowledged a version it does not hold", "chain", t.chain, "successor", succ.ID,
 				"chunk", req.Key.Chunk, "version", fwd.UpdateVer, "its commit", resp.Meta.CommitVer)
-			gap = true
 			err = rpc.Errorf(rpc.Unavailable, "successor acknowledged version %d at committed version %d", fwd.UpdateVer, resp.Meta.CommitVer)
 		}
-		if err == nil {
+		next := craq.AfterForward(outcome, ctx.Err() != nil || time.Now().After(deadline))
+		sendWhole = sendWhole || next.SendWhole
+		switch next.Action {
+		case craq.ForwardDone:
 			return nil
-		}
-		switch rpc.CodeOf(err) {
-		case storageapi.CodeMissingUpdate:
-			gap = true
-			continue
-		case storageapi.CodeChainVersion, storageapi.CodeNoTarget, storageapi.CodeTargetNotServing, storageapi.CodeChannelBusy,
-			rpc.Unavailable, rpc.DeadlineExceeded, rpc.Canceled, rpc.Internal:
-			// Retry: the successor is down or routing is moving.
-		default:
+		case craq.ForwardResendNow: // the next attempt goes at once
+		case craq.ForwardFail:
 			return err // the successor refused the update itself
-		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
+		case craq.ForwardGiveUp:
 			return rpc.Errorf(rpc.Unavailable, "chain %d: successor target %d unreachable after %d attempts: %v", t.chain, succ.ID, attempt+1, err)
-		}
-		s.log.Debug("forward failed, retrying", "chain", t.chain, "successor", succ.ID, "err", err)
-		select {
-		case <-s.cfg.Routing.Changed():
-		case <-time.After(backoff):
-			backoff = min(backoff*2, time.Second)
-		case <-ctx.Done():
+		case craq.ForwardRetryLater:
+			s.log.Debug("forward failed, retrying", "chain", t.chain, "successor", succ.ID, "err", err)
+			select {
+			case <-s.cfg.Routing.Changed():
+			case <-time.After(backoff):
+				backoff = min(backoff*2, time.Second)
+			case <-ctx.Done():
+			}
 		}
 	}
 }

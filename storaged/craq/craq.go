@@ -1,8 +1,9 @@
 // Package craq holds the decisions of CRAQ chain replication as pure
 // functions: which version an update gets, whether a replica applies it, what a
-// read may return, when a hop must forward a full-chunk replace, and what the
-// recovery of a returning target transfers. The storage service does the I/O
-// around them; tests drive every case here without disks or sockets.
+// read may return, when a hop must forward a full-chunk replace, what a hop
+// does after a forward to its successor fails, and what the recovery of a
+// returning target transfers. The storage service does the I/O around them;
+// tests drive every case here without disks or sockets.
 //
 // Version arithmetic (per chunk, per replica): CommitVer is the newest version
 // every replica downstream has committed; UpdateVer >= CommitVer is the newest
@@ -117,12 +118,4 @@ func Read(l Local, relaxed bool) ReadAction {
 		return ReadNotCommitted
 	}
 	return ReadServe
-}
-
-// ForwardReplace reports whether a hop must forward the chunk's whole content
-// instead of the client's update: when the successor is syncing (it may lack
-// earlier versions), when the decision asks for it, or when the successor
-// refused the plain update as a gap.
-func ForwardReplace(successorSyncing bool, d Decision, successorSaidGap bool) bool {
-	return successorSyncing || d.ReplaceDownstream || successorSaidGap
 }

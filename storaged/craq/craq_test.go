@@ -82,14 +82,3 @@ func TestRead(t *testing.T) {
 		}
 	}
 }
-
-func TestForwardReplace(t *testing.T) {
-	plain := Decision{Action: Apply, Version: 3}
-	if ForwardReplace(false, plain, false) {
-		t.Error("a plain update to a serving successor is forwarded as is")
-	}
-	if !ForwardReplace(true, plain, false) || !ForwardReplace(false, plain, true) ||
-		!ForwardReplace(false, Decision{Action: Apply, Version: 3, ReplaceDownstream: true}, false) {
-		t.Error("syncing successor, gap, or a leftover pending must forward a full replace")
-	}
-}
