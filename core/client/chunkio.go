@@ -1,4 +1,3 @@
-// Package client is the one client library every flyfs front end uses.
 package client
 
 import (
@@ -140,6 +139,36 @@ func (c *ChunkIO) Update(ctx context.Context, u Update) (storageapi.ChunkMeta, e
 	return meta, err
 }
 
+// RemoveRange removes the chunks [begin, end) of one chain through its head,
+// page by page, retrying through routing changes.
+func (c *ChunkIO) RemoveRange(ctx context.Context, chain routing.ChainID, begin, end layout.ChunkID) error {
+	for {
+		more := false
+		err := c.retry(ctx, func(info *routing.Info) error {
+			ch, ok := info.Chain(chain)
+			if !ok {
+				return rpc.Errorf(storageapi.CodeNoTarget, "chain %d not in routing", chain)
+			}
+			head, ok := ch.Head()
+			if !ok {
+				return rpc.Errorf(rpc.Unavailable, "chain %d has no serving target", chain)
+			}
+			addr, _ := info.Addr(head.Node)
+			resp, err := c.storage.RemoveChunks(ctx, addr, &storageapi.ChunkRange{Chain: uint32(chain), ChainVer: ch.Version, Begin: begin, End: end, Max: 256})
+			if err == nil {
+				more = resp.More
+			}
+			return err
+		})
+		if err != nil || !more {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
 // Window is the in-flight window the file layer sends chunk pieces under.
 func (c *ChunkIO) Window() *Window { return c.window.Load() }
 
@@ -154,25 +183,6 @@ func (c *ChunkIO) SetWindow(w *Window) {
 
 // SetHedging replaces the hedging policy (its learnt latencies start over).
 func (c *ChunkIO) SetHedging(cfg HedgeConfig) { c.hedge.Store(newHedger(cfg)) }
-
-// IOStats counts what the data path did.
-type IOStats struct {
-	Window       WindowStats
-	Hedges       uint64 // hedge requests sent to a second replica
-	HedgeWins    uint64 // reads the hedge answered first
-	Retries      uint64 // request attempts repeated after a retryable error
-	NotCommitted uint64 // read results refused because the chunk was mid-update
-	BatchRPCs    uint64 // batch-read RPCs carrying more than one IO
-	BatchedIOs   uint64 // IOs those RPCs carried
-}
-
-// Stats returns the counters.
-func (c *ChunkIO) Stats() IOStats {
-	h := c.hedge.Load()
-	return IOStats{Window: c.Window().Stats(), Hedges: h.hedges.Load(), HedgeWins: h.wins.Load(),
-		Retries: c.retries.Load(), NotCommitted: c.notCommitted.Load(),
-		BatchRPCs: c.batchRPCs.Load(), BatchedIOs: c.batchedIOs.Load()}
-}
 
 // ReadIO is one range to read.
 type ReadIO struct {

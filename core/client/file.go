@@ -2,14 +2,37 @@ package client
 
 import (
 	"context"
-	"os"
+	"fmt"
+	"io"
 	"path"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/metaapi"
 	"github.com/flyfs/flyfs/core/layout"
+	"github.com/flyfs/flyfs/core/routing"
 )
+
+// File is an open file. ReadAt and WriteAt may be called concurrently.
+type File struct {
+	fs      *FS
+	path    string
+	inode   metaapi.Inode
+	session []byte // non-nil for a write open
+	chains  []routing.ChainID
+	mu      sync.Mutex
+	end     uint64 // the largest offset written through this handle
+	wrote   bool   // data written since the last length report
+	// reported is when the length was last reported (writers report every
+	// ReportEvery, so other clients see a growing file grow).
+	reported  time.Time
+	reporting bool
+}
+
+// ReportEvery is how often a writer reports its length to metad while it
+// writes (and at fsync and close).
+const ReportEvery = 3 * time.Second
 
 // OpenInode returns a File over an inode the caller opened through Meta
 // (Create or Open); session is the write session, nil for a read-only open.
@@ -20,57 +43,113 @@ func (fs *FS) OpenInode(ctx context.Context, in metaapi.Inode, session []byte) (
 	return fs.file("", in, session)
 }
 
-// OpenFile opens a path with open(2) flags (O_CREATE, O_EXCL, O_TRUNC,
-// O_WRONLY/O_RDWR) and permission bits for a new file.
-func (fs *FS) OpenFile(ctx context.Context, p string, flags int, mode uint32) (*File, error) {
-	if flags&os.O_CREATE == 0 {
-		in, err := fs.resolveFresh(ctx, p)
-		if err != nil {
-			return nil, pathErr("open", p, err)
-		}
-		if in.Type == metaapi.TypeDir {
-			return nil, pathErr("open", p, syscall.EISDIR)
-		}
-		var session []byte
-		if writeFlags(flags) || flags&os.O_TRUNC != 0 {
-			if in, session, err = fs.Meta().Open(ctx, in.ID, flags, Creds{}); err != nil {
-				return nil, pathErr("open", p, err)
-			}
-			fs.cache.forget(path.Clean("/" + p))
-		}
-		return fs.file(p, in, session)
+func (fs *FS) file(p string, in metaapi.Inode, session []byte) (*File, error) {
+	f := &File{fs: fs, path: p, inode: in, session: session, reported: time.Now()}
+	l := in.Layout
+	chains, ok := fs.routing.Current().Table(l.TableID, l.TableVersion)
+	if !ok {
+		return nil, pathErr("open", p, fmt.Errorf("chain table %d version %d is not in routing", l.TableID, l.TableVersion))
 	}
-	dir, name := path.Split(path.Clean("/" + p))
-	parent, err := fs.resolve(ctx, dir)
-	if err != nil {
+	t := layout.ChainTable{ID: l.TableID, Version: l.TableVersion, Chains: chains}
+	var err error
+	if f.chains, err = l.Chains(t); err != nil {
 		return nil, pathErr("open", p, err)
 	}
-	in, session, _, err := fs.Meta().Create(ctx, parent.ID, name, mode, flags, Creds{})
-	fs.cache.forget(path.Clean("/" + p))
+	return f, nil
+}
+
+// Inode is the file's inode as of open.
+func (f *File) Inode() metaapi.Inode { return f.inode }
+
+// Size is the file's length as this handle knows it.
+func (f *File) Size() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return max(f.inode.Length, f.end)
+}
+
+// forPieces runs fn on every per-chunk piece of [off, off+n), as many at a
+// time as the FS's in-flight window allows, and returns the first error.
+func (f *File) forPieces(ctx context.Context, off, n uint64, fn func(context.Context, layout.Piece, routing.ChainID) error) error {
+	pieces, err := f.inode.Layout.Split(off, n)
 	if err != nil {
-		return nil, pathErr("open", p, err)
+		return err
 	}
-	return fs.file(p, in, session)
+	return runBounded(ctx, f.fs.chunks.Window(), len(pieces), func(ctx context.Context, i int) error {
+		pc := pieces[i]
+		return fn(ctx, pc, f.chains[pc.ChunkIndex%uint64(len(f.chains))])
+	})
 }
 
-// MkdirAll creates a directory and its missing parents in one transaction.
-func (fs *FS) MkdirAll(ctx context.Context, p string, mode uint32) error {
-	_, err := fs.Meta().MkdirAll(ctx, path.Clean("/"+p), mode, Creds{}, false)
-	return pathErr("mkdir", p, err)
+// WriteAtContext writes p at off.
+func (f *File) WriteAtContext(ctx context.Context, p []byte, off int64) (int, error) {
+	if f.session == nil {
+		return 0, pathErr("write", f.path, syscall.EBADF)
+	}
+	if off < 0 {
+		return 0, pathErr("write", f.path, syscall.EINVAL)
+	}
+	if uint64(off)+uint64(len(p)) > metaapi.MaxFileSize {
+		return 0, pathErr("write", f.path, syscall.EFBIG)
+	}
+	if err := f.ensureHint(ctx, uint64(off)+uint64(len(p))); err != nil {
+		return 0, pathErr("write", f.path, err)
+	}
+	l := f.inode.Layout
+	err := f.forPieces(ctx, uint64(off), uint64(len(p)), func(ctx context.Context, pc layout.Piece, chain routing.ChainID) error {
+		data := p[pc.OffsetInBuffer : pc.OffsetInBuffer+uint64(pc.Length)]
+		_, err := f.fs.chunks.Write(ctx, chain, l.ChunkID(f.inode.ID, uint64(off)+pc.OffsetInBuffer), pc.OffsetInChunk, data, l.ChunkSize)
+		return err
+	})
+	if err != nil {
+		return 0, pathErr("write", f.path, err)
+	}
+	f.mu.Lock()
+	f.end = max(f.end, uint64(off)+uint64(len(p)))
+	f.wrote = true
+	due := !f.reporting && time.Since(f.reported) >= ReportEvery
+	if due {
+		f.reporting = true
+	}
+	f.mu.Unlock()
+	if due {
+		go f.reportInBackground()
+	}
+	return len(p), nil
 }
 
-// RemoveAll removes a whole tree in one call (a missing path is not an error).
-func (fs *FS) RemoveAll(ctx context.Context, p string) error {
-	dir, name := path.Split(path.Clean("/" + p))
-	parent, err := fs.resolveFresh(ctx, dir)
+// WriteAt implements io.WriterAt.
+func (f *File) WriteAt(p []byte, off int64) (int, error) {
+	return f.WriteAtContext(context.Background(), p, off)
+}
+
+// ReadAtContext reads into p at off, up to the file's length; holes read as
+// zeros.
+func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, pathErr("read", f.path, syscall.EINVAL)
+	}
+	size := f.Size()
+	if uint64(off) >= size {
+		return 0, io.EOF
+	}
+	n := min(uint64(len(p)), size-uint64(off))
+	jobs, err := f.readJobsFor(p[:n], uint64(off))
 	if err == nil {
-		err = fs.Meta().RemoveAll(ctx, parent.ID, name)
+		err = f.readJobs(ctx, jobs)
 	}
-	fs.cache.forget(path.Clean("/" + p))
-	if Errno(err) == syscall.ENOENT {
-		return nil
+	if err != nil {
+		return 0, pathErr("read", f.path, err)
 	}
-	return pathErr("remove", p, err)
+	if n < uint64(len(p)) {
+		return int(n), io.EOF
+	}
+	return int(n), nil
+}
+
+// ReadAt implements io.ReaderAt.
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	return f.ReadAtContext(context.Background(), p, off)
 }
 
 // report sends the length hint now; wrote says data changed since the last.
@@ -154,40 +233,31 @@ func (f *File) ensureHint(ctx context.Context, end uint64) error {
 	return nil
 }
 
-// callMetaFor is callMeta with the metad list ordered by rendezvous hashing
-// on ino: every client sends one inode's closes and length reports to the
-// same live metad, which settles that file's length without racing another.
-func callMetaFor[T any](ctx context.Context, fs *FS, ino uint64, op func(m metaapi.Client) (T, error)) (T, error) {
-	list := *fs.meta.Load()
-	if len(list) < 2 {
-		return callMeta(ctx, fs, op)
+// CloseContext ends a write open, reporting the length written.
+func (f *File) CloseContext(ctx context.Context) error {
+	if f.session == nil {
+		return nil
 	}
-	best, bestScore := 0, uint64(0)
-	for i, m := range list {
-		if s := rendezvous(m.Addr, ino); i == 0 || s > bestScore {
-			best, bestScore = i, s
-		}
+	f.mu.Lock()
+	end, wrote, tv := f.end, f.wrote, f.inode.TruncateVer
+	f.mu.Unlock()
+	r, err := callMetaFor(ctx, f.fs, f.inode.ID, func(m metaapi.Client) (*metaapi.InodeResp, error) {
+		return m.Close(ctx, &metaapi.CloseReq{Session: f.session, TruncateVer: tv, Length: end, Wrote: wrote})
+	})
+	if err != nil {
+		return pathErr("close", f.path, err)
 	}
-	first := list[best]
-	v, err := op(first)
-	if err == nil || !metaUnavailable(err) {
-		return v, err
-	}
-	return callMeta(ctx, fs, op) // the chosen metad is down: any other will do
+	f.mu.Lock()
+	f.inode, f.session, f.wrote = r.Inode, nil, false
+	f.mu.Unlock()
+	f.fs.cache.put(path.Clean("/"+f.path), r.Inode) // with its settled length
+	return nil
 }
 
-// rendezvous scores (addr, ino): FNV-1a of the address mixed with the inode.
-func rendezvous(addr string, ino uint64) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(addr); i++ {
-		h ^= uint64(addr[i])
-		h *= 1099511628211
-	}
-	h ^= ino
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	h ^= h >> 33
-	return h
-}
+// Close implements io.Closer.
+func (f *File) Close() error { return f.CloseContext(context.Background()) }
+
+var (
+	_ io.ReaderAt = (*File)(nil)
+	_ io.WriterAt = (*File)(nil)
+)

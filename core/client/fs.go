@@ -2,18 +2,13 @@ package client
 
 import (
 	"context"
-	"crypto/rand"
-	"errors"
-	"fmt"
-	"io"
+	"os"
 	"path"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/metaapi"
-	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
 )
@@ -71,6 +66,10 @@ func (fs *FS) MetadAddrs() []string {
 // ClientID is the id this client's write sessions are held under.
 func (fs *FS) ClientID() uint64 { return fs.clientID }
 
+// Chunks is the FS's chunk I/O: its window, hedging policy and counters
+// (IOStats) are shared by every file of the FS.
+func (fs *FS) Chunks() *ChunkIO { return fs.chunks }
+
 // Close stops what Dial started (registration, routing updates, connections).
 // An FS built with NewFS has nothing to stop.
 func (fs *FS) Close() error {
@@ -79,79 +78,6 @@ func (fs *FS) Close() error {
 	}
 	fs.closers = nil
 	return nil
-}
-
-// PathError wraps an errno with the operation and path, like os.PathError.
-type PathError = fsPathError
-
-type fsPathError struct {
-	Op, Path string
-	Err      error
-}
-
-func (e *fsPathError) Error() string { return e.Op + " " + e.Path + ": " + e.Err.Error() }
-func (e *fsPathError) Unwrap() error { return e.Err }
-
-func pathErr(op, p string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if e := metaapi.Errno(err); e != 0 {
-		err = e
-	}
-	return &fsPathError{Op: op, Path: p, Err: err}
-}
-
-// callMeta runs op against each metad in turn while they are unavailable,
-// sweeping again with growing pauses for up to MetaRetry (or until ctx ends).
-// Mutations carry one request id across all attempts, so a retry of a call
-// that did land gets the first attempt's result.
-func callMeta[T any](ctx context.Context, fs *FS, op func(m metaapi.Client) (T, error)) (T, error) {
-	var zero T
-	var last error
-	start := time.Now()
-	pause := 20 * time.Millisecond
-	for {
-		list := *fs.meta.Load()
-		for _, m := range list {
-			v, err := op(m)
-			if err == nil || !metaUnavailable(err) {
-				return v, err
-			}
-			last = err
-			if ctx.Err() != nil {
-				return zero, err
-			}
-		}
-		if len(list) == 0 {
-			last = errors.New("client: no metad known")
-		}
-		if time.Since(start)+pause > fs.MetaRetry {
-			return zero, fmt.Errorf("%w (no metad answered for %v)", last, fs.MetaRetry)
-		}
-		select {
-		case <-ctx.Done():
-			return zero, fmt.Errorf("%w (last error: %w)", ctx.Err(), last)
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, 500*time.Millisecond)
-	}
-}
-
-// metaUnavailable: the call did not reach a working metad (another may
-// answer, or this one after a restart).
-func metaUnavailable(err error) bool {
-	switch rpc.CodeOf(err) {
-	case rpc.Unavailable, rpc.Aborted:
-		return true
-	}
-	return false
-}
-
-func newReqID() metaapi.RequestID {
-	var r metaapi.RequestID
-	rand.Read(r[:])
-	return r
 }
 
 // resolve looks a path up, through the inode cache.
@@ -197,6 +123,12 @@ func (fs *FS) Mkdir(ctx context.Context, p string, mode uint32) error {
 	if err == nil {
 		fs.cache.put(path.Clean("/"+p), r.Inode) // as a kernel fills its dentry cache
 	}
+	return pathErr("mkdir", p, err)
+}
+
+// MkdirAll creates a directory and its missing parents in one transaction.
+func (fs *FS) MkdirAll(ctx context.Context, p string, mode uint32) error {
+	_, err := fs.Meta().MkdirAll(ctx, path.Clean("/"+p), mode, Creds{}, false)
 	return pathErr("mkdir", p, err)
 }
 
@@ -267,25 +199,19 @@ func (fs *FS) Remove(ctx context.Context, p string) error {
 	return pathErr("remove", p, err)
 }
 
-// File is an open file. ReadAt and WriteAt may be called concurrently.
-type File struct {
-	fs      *FS
-	path    string
-	inode   metaapi.Inode
-	session []byte // non-nil for a write open
-	chains  []routing.ChainID
-	mu      sync.Mutex
-	end     uint64 // the largest offset written through this handle
-	wrote   bool   // data written since the last length report
-	// reported is when the length was last reported (writers report every
-	// ReportEvery, so other clients see a growing file grow).
-	reported  time.Time
-	reporting bool
+// RemoveAll removes a whole tree in one call (a missing path is not an error).
+func (fs *FS) RemoveAll(ctx context.Context, p string) error {
+	dir, name := path.Split(path.Clean("/" + p))
+	parent, err := fs.resolveFresh(ctx, dir)
+	if err == nil {
+		err = fs.Meta().RemoveAll(ctx, parent.ID, name)
+	}
+	fs.cache.forget(path.Clean("/" + p))
+	if Errno(err) == syscall.ENOENT {
+		return nil
+	}
+	return pathErr("remove", p, err)
 }
-
-// ReportEvery is how often a writer reports its length to metad while it
-// writes (and at fsync and close).
-const ReportEvery = 3 * time.Second
 
 // Create creates (or truncates) a file and opens it for writing.
 func (fs *FS) Create(ctx context.Context, p string, mode uint32) (*File, error) {
@@ -319,140 +245,35 @@ func (fs *FS) Open(ctx context.Context, p string) (*File, error) {
 	return fs.file(p, in, nil)
 }
 
-func (fs *FS) file(p string, in metaapi.Inode, session []byte) (*File, error) {
-	f := &File{fs: fs, path: p, inode: in, session: session, reported: time.Now()}
-	l := in.Layout
-	chains, ok := fs.routing.Current().Table(l.TableID, l.TableVersion)
-	if !ok {
-		return nil, pathErr("open", p, fmt.Errorf("chain table %d version %d is not in routing", l.TableID, l.TableVersion))
+// OpenFile opens a path with open(2) flags (O_CREATE, O_EXCL, O_TRUNC,
+// O_WRONLY/O_RDWR) and permission bits for a new file.
+func (fs *FS) OpenFile(ctx context.Context, p string, flags int, mode uint32) (*File, error) {
+	if flags&os.O_CREATE == 0 {
+		in, err := fs.resolveFresh(ctx, p)
+		if err != nil {
+			return nil, pathErr("open", p, err)
+		}
+		if in.Type == metaapi.TypeDir {
+			return nil, pathErr("open", p, syscall.EISDIR)
+		}
+		var session []byte
+		if writeFlags(flags) || flags&os.O_TRUNC != 0 {
+			if in, session, err = fs.Meta().Open(ctx, in.ID, flags, Creds{}); err != nil {
+				return nil, pathErr("open", p, err)
+			}
+			fs.cache.forget(path.Clean("/" + p))
+		}
+		return fs.file(p, in, session)
 	}
-	t := layout.ChainTable{ID: l.TableID, Version: l.TableVersion, Chains: chains}
-	var err error
-	if f.chains, err = l.Chains(t); err != nil {
+	dir, name := path.Split(path.Clean("/" + p))
+	parent, err := fs.resolve(ctx, dir)
+	if err != nil {
 		return nil, pathErr("open", p, err)
 	}
-	return f, nil
-}
-
-// Inode is the file's inode as of open.
-func (f *File) Inode() metaapi.Inode { return f.inode }
-
-// Size is the file's length as this handle knows it.
-func (f *File) Size() uint64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return max(f.inode.Length, f.end)
-}
-
-// forPieces runs fn on every per-chunk piece of [off, off+n), as many at a
-// time as the FS's in-flight window allows, and returns the first error.
-func (f *File) forPieces(ctx context.Context, off, n uint64, fn func(context.Context, layout.Piece, routing.ChainID) error) error {
-	pieces, err := f.inode.Layout.Split(off, n)
+	in, session, _, err := fs.Meta().Create(ctx, parent.ID, name, mode, flags, Creds{})
+	fs.cache.forget(path.Clean("/" + p))
 	if err != nil {
-		return err
+		return nil, pathErr("open", p, err)
 	}
-	return runBounded(ctx, f.fs.chunks.Window(), len(pieces), func(ctx context.Context, i int) error {
-		pc := pieces[i]
-		return fn(ctx, pc, f.chains[pc.ChunkIndex%uint64(len(f.chains))])
-	})
+	return fs.file(p, in, session)
 }
-
-// WriteAtContext writes p at off.
-func (f *File) WriteAtContext(ctx context.Context, p []byte, off int64) (int, error) {
-	if f.session == nil {
-		return 0, pathErr("write", f.path, syscall.EBADF)
-	}
-	if off < 0 {
-		return 0, pathErr("write", f.path, syscall.EINVAL)
-	}
-	if uint64(off)+uint64(len(p)) > metaapi.MaxFileSize {
-		return 0, pathErr("write", f.path, syscall.EFBIG)
-	}
-	if err := f.ensureHint(ctx, uint64(off)+uint64(len(p))); err != nil {
-		return 0, pathErr("write", f.path, err)
-	}
-	l := f.inode.Layout
-	err := f.forPieces(ctx, uint64(off), uint64(len(p)), func(ctx context.Context, pc layout.Piece, chain routing.ChainID) error {
-		data := p[pc.OffsetInBuffer : pc.OffsetInBuffer+uint64(pc.Length)]
-		_, err := f.fs.chunks.Write(ctx, chain, l.ChunkID(f.inode.ID, uint64(off)+pc.OffsetInBuffer), pc.OffsetInChunk, data, l.ChunkSize)
-		return err
-	})
-	if err != nil {
-		return 0, pathErr("write", f.path, err)
-	}
-	f.mu.Lock()
-	f.end = max(f.end, uint64(off)+uint64(len(p)))
-	f.wrote = true
-	due := !f.reporting && time.Since(f.reported) >= ReportEvery
-	if due {
-		f.reporting = true
-	}
-	f.mu.Unlock()
-	if due {
-		go f.reportInBackground()
-	}
-	return len(p), nil
-}
-
-// WriteAt implements io.WriterAt.
-func (f *File) WriteAt(p []byte, off int64) (int, error) {
-	return f.WriteAtContext(context.Background(), p, off)
-}
-
-// ReadAtContext reads into p at off, up to the file's length; holes read as
-// zeros.
-func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, pathErr("read", f.path, syscall.EINVAL)
-	}
-	size := f.Size()
-	if uint64(off) >= size {
-		return 0, io.EOF
-	}
-	n := min(uint64(len(p)), size-uint64(off))
-	jobs, err := f.readJobsFor(p[:n], uint64(off))
-	if err == nil {
-		err = f.readJobs(ctx, jobs)
-	}
-	if err != nil {
-		return 0, pathErr("read", f.path, err)
-	}
-	if n < uint64(len(p)) {
-		return int(n), io.EOF
-	}
-	return int(n), nil
-}
-
-// ReadAt implements io.ReaderAt.
-func (f *File) ReadAt(p []byte, off int64) (int, error) {
-	return f.ReadAtContext(context.Background(), p, off)
-}
-
-// CloseContext ends a write open, reporting the length written.
-func (f *File) CloseContext(ctx context.Context) error {
-	if f.session == nil {
-		return nil
-	}
-	f.mu.Lock()
-	end, wrote, tv := f.end, f.wrote, f.inode.TruncateVer
-	f.mu.Unlock()
-	r, err := callMetaFor(ctx, f.fs, f.inode.ID, func(m metaapi.Client) (*metaapi.InodeResp, error) {
-		return m.Close(ctx, &metaapi.CloseReq{Session: f.session, TruncateVer: tv, Length: end, Wrote: wrote})
-	})
-	if err != nil {
-		return pathErr("close", f.path, err)
-	}
-	f.mu.Lock()
-	f.inode, f.session, f.wrote = r.Inode, nil, false
-	f.mu.Unlock()
-	f.fs.cache.put(path.Clean("/"+f.path), r.Inode) // with its settled length
-	return nil
-}
-
-// Close implements io.Closer.
-func (f *File) Close() error { return f.CloseContext(context.Background()) }
-
-var (
-	_ io.ReaderAt = (*File)(nil)
-	_ io.WriterAt = (*File)(nil)
-)

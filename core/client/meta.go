@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"os"
 	"syscall"
 
@@ -21,18 +20,6 @@ func (fs *FS) Meta() *Meta { return &Meta{fs: fs} }
 
 // Creds are the caller's ids, stamped as owner on what it creates.
 type Creds struct{ UID, GID uint32 }
-
-// Errno extracts the POSIX errno an error carries (0 if none).
-func Errno(err error) syscall.Errno {
-	if err == nil {
-		return 0
-	}
-	var e syscall.Errno
-	if errors.As(err, &e) {
-		return e
-	}
-	return metaapi.Errno(err)
-}
 
 func inodeOf(r *metaapi.InodeResp, err error) (metaapi.Inode, error) {
 	if err != nil {

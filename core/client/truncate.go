@@ -8,7 +8,6 @@ import (
 	"github.com/flyfs/flyfs/core/api/storageapi"
 	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
-	"github.com/flyfs/flyfs/core/rpc"
 )
 
 // dropChunksPast makes storage agree with a file cut to size: the chunk the
@@ -52,34 +51,4 @@ func (fs *FS) chainsOf(l layout.Layout) ([]routing.ChainID, error) {
 		return nil, fmt.Errorf("chain table %d version %d is not in routing", l.TableID, l.TableVersion)
 	}
 	return l.Chains(layout.ChainTable{ID: l.TableID, Version: l.TableVersion, Chains: chains})
-}
-
-// RemoveRange removes the chunks [begin, end) of one chain through its head,
-// page by page, retrying through routing changes.
-func (c *ChunkIO) RemoveRange(ctx context.Context, chain routing.ChainID, begin, end layout.ChunkID) error {
-	for {
-		more := false
-		err := c.retry(ctx, func(info *routing.Info) error {
-			ch, ok := info.Chain(chain)
-			if !ok {
-				return rpc.Errorf(storageapi.CodeNoTarget, "chain %d not in routing", chain)
-			}
-			head, ok := ch.Head()
-			if !ok {
-				return rpc.Errorf(rpc.Unavailable, "chain %d has no serving target", chain)
-			}
-			addr, _ := info.Addr(head.Node)
-			resp, err := c.storage.RemoveChunks(ctx, addr, &storageapi.ChunkRange{Chain: uint32(chain), ChainVer: ch.Version, Begin: begin, End: end, Max: 256})
-			if err == nil {
-				more = resp.More
-			}
-			return err
-		})
-		if err != nil || !more {
-			return err
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
 }
