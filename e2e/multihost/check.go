@@ -51,7 +51,7 @@ func (c *Cluster) dumpReplica(ctx context.Context, addr string, chain *routing.C
 		if !resp.More || len(resp.Metas) == 0 {
 			break
 		}
-		begin = nextChunk(resp.Metas[len(resp.Metas)-1].Chunk)
+		begin = resp.Metas[len(resp.Metas)-1].Chunk.Next()
 	}
 	if !withData {
 		return out, nil
@@ -73,16 +73,6 @@ func (c *Cluster) dumpReplica(ctx context.Context, addr string, chain *routing.C
 		out[id] = rc
 	}
 	return out, nil
-}
-
-func nextChunk(c layout.ChunkID) layout.ChunkID {
-	for i := len(c) - 1; i >= 0; i-- {
-		c[i]++
-		if c[i] != 0 {
-			break
-		}
-	}
-	return c
 }
 
 // Divergence compares every chain's replicas: the same chunks with the same
