@@ -71,10 +71,7 @@ func (g *Gateway) bucketInode(ctx context.Context, bucket string) (metaapi.Inode
 func (g *Gateway) lookupBucket(ctx context.Context, bucket string) (metaapi.Inode, error) {
 	in, err := g.meta.Lookup(ctx, g.rootIno, bucket)
 	if err != nil {
-		if errnoOf(err) == syscall.ENOENT {
-			return metaapi.Inode{}, errCode("NoSuchBucket", "")
-		}
-		return metaapi.Inode{}, err
+		return metaapi.Inode{}, nsError(err, bucketLookup, "")
 	}
 	if in.Type != metaapi.TypeDir {
 		return metaapi.Inode{}, errCode("NoSuchBucket", "")
@@ -144,10 +141,7 @@ func (g *Gateway) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCt
 	}
 	in, err := g.meta.Mkdir(ctx, g.rootIno, rc.bucket, 0o755, rc.creds())
 	if err != nil {
-		if errnoOf(err) == syscall.EEXIST {
-			return errCode("BucketAlreadyOwnedByYou", "")
-		}
-		return err
+		return nsError(err, bucketCreate, "")
 	}
 	v, _ := json.Marshal(bucketRecord{Created: time.Now().UTC()})
 	if err := g.meta.SetXattr(ctx, in.ID, xattrBucket, v, 0); err != nil {
@@ -179,13 +173,7 @@ func (g *Gateway) deleteBucket(w http.ResponseWriter, r *http.Request, rc *reqCt
 	}
 	g.bcache.drop(rc.bucket)
 	if err := g.meta.Rmdir(ctx, g.rootIno, rc.bucket); err != nil {
-		switch errnoOf(err) {
-		case syscall.ENOTEMPTY, syscall.EEXIST:
-			return errCode("BucketNotEmpty", "")
-		case syscall.ENOENT:
-			return errCode("NoSuchBucket", "")
-		}
-		return err
+		return nsError(err, bucketDelete, "")
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

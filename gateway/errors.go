@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"syscall"
 
 	"github.com/flyfs/flyfs/core/api/metaapi"
@@ -92,8 +93,8 @@ func errCode(code string, msg string, args ...any) *APIError {
 }
 
 // toAPIError maps any error to the S3 error a client should see: APIErrors
-// pass through; errnos from the namespace map by the table below; anything
-// else is an InternalError (its text is logged, not sent).
+// pass through; errnos from the namespace read as errnoTable's general row;
+// anything else is an InternalError (its text is logged, not sent).
 func toAPIError(err error) *APIError {
 	var ae *APIError
 	if errors.As(err, &ae) {
@@ -102,31 +103,117 @@ func toAPIError(err error) *APIError {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return errCode("SlowDown", "The request did not complete in time.")
 	}
-	switch errnoOf(err) {
-	case syscall.ENOENT:
-		return errCode("NoSuchKey", "")
-	case syscall.EEXIST:
-		return errCode("PreconditionFailed", "")
-	case syscall.ECANCELED:
-		return errCode("PreconditionFailed", "")
-	case syscall.ENOTDIR:
-		return errCode("ObjectConflict", "A parent of the key is an object (a file), so the key cannot be created below it.")
-	case syscall.EISDIR:
-		return errCode("ObjectConflict", "The key names a directory that holds other objects.")
-	case syscall.ENOTEMPTY:
-		return errCode("ObjectConflict", "The key names a directory that is not empty.")
-	case syscall.ENAMETOOLONG:
-		return errCode("KeyTooLongError", "")
-	case syscall.EINVAL:
-		return errCode("InvalidArgument", "")
-	case syscall.EACCES, syscall.EPERM:
-		return errCode("AccessDenied", "")
-	case syscall.EFBIG:
-		return errCode("EntityTooLarge", "")
-	case syscall.ENOSPC, syscall.EDQUOT:
-		return errCode("ServiceUnavailable", "The file system is out of space.")
+	if a, ok := errnoTable[anyCall][errnoOf(err)]; ok {
+		return a.apiError("")
 	}
 	return errCode("InternalError", "")
+}
+
+// errnoScope is what a namespace call was asked for. S3 answers some errnos
+// by it: a missing entry is NoSuchKey for a key, NoSuchBucket for a bucket,
+// NoSuchUpload for a multipart upload.
+type errnoScope uint8
+
+const (
+	anyCall      errnoScope = iota // the general row; an errno another scope's row lacks reads as here
+	keyRead                        // resolving the key of a GET, HEAD, copy or rename source
+	keyDelete                      // resolving the directory of a key to delete
+	keyParents                     // creating the directories above a key
+	keyWrite                       // renaming new data into a key
+	keyWriteNew                    // the same when the key must not exist (If-None-Match: *)
+	keyRename                      // RenameObject, for what publishing left an errno
+	bucketLookup                   // finding a bucket
+	bucketCreate                   // CreateBucket
+	bucketDelete                   // DeleteBucket
+	uploadLookup                   // finding, reading or removing a multipart upload
+)
+
+// errnoAnswer is the S3 error an errno reads as: its code, and a message
+// replacing the code's default when not empty (a %q in it is the key).
+type errnoAnswer struct{ code, msg string }
+
+func (a errnoAnswer) apiError(key string) *APIError {
+	switch {
+	case a.msg == "":
+		return errCode(a.code, "")
+	case strings.Contains(a.msg, "%q"):
+		return errCode(a.code, a.msg, key)
+	}
+	return errCode(a.code, "%s", a.msg)
+}
+
+// errnoTable is the one map from namespace errnos to S3 errors, by scope.
+var errnoTable = map[errnoScope]map[syscall.Errno]errnoAnswer{
+	anyCall: {
+		syscall.ENOENT:       {"NoSuchKey", ""},
+		syscall.EEXIST:       {"PreconditionFailed", ""},
+		syscall.ECANCELED:    {"PreconditionFailed", ""},
+		syscall.ENOTDIR:      {"ObjectConflict", "A parent of the key is an object (a file), so the key cannot be created below it."},
+		syscall.EISDIR:       {"ObjectConflict", "The key names a directory that holds other objects."},
+		syscall.ENOTEMPTY:    {"ObjectConflict", "The key names a directory that is not empty."},
+		syscall.ENAMETOOLONG: {"KeyTooLongError", ""},
+		syscall.EINVAL:       {"InvalidArgument", ""},
+		syscall.EACCES:       {"AccessDenied", ""},
+		syscall.EPERM:        {"AccessDenied", ""},
+		syscall.EFBIG:        {"EntityTooLarge", ""},
+		syscall.ENOSPC:       {"ServiceUnavailable", "The file system is out of space."},
+		syscall.EDQUOT:       {"ServiceUnavailable", "The file system is out of space."},
+	},
+	keyRead: {
+		// A path through a file or a symlink loop holds no key either.
+		syscall.ENOENT:  {"NoSuchKey", ""},
+		syscall.ENOTDIR: {"NoSuchKey", ""},
+		syscall.ELOOP:   {"NoSuchKey", ""},
+	},
+	keyDelete: {
+		syscall.ENOENT:  {"NoSuchKey", ""},
+		syscall.ENOTDIR: {"NoSuchKey", ""},
+	},
+	keyParents: {
+		syscall.ENOTDIR: {"ObjectConflict", "A parent of the key %q is an object (a file), so the key cannot be created below it."},
+		syscall.EEXIST:  {"ObjectConflict", "A parent of the key %q is an object (a file), so the key cannot be created below it."},
+	},
+	keyWrite: {
+		syscall.EEXIST:    {"ObjectConflict", "The key %q names a directory that holds other objects."},
+		syscall.EISDIR:    {"ObjectConflict", "The key %q names a directory that holds other objects; delete them first."},
+		syscall.ENOTEMPTY: {"ObjectConflict", "The key %q names a directory that holds other objects; delete them first."},
+		syscall.ENOTDIR:   {"ObjectConflict", "The key %q names an object (a file), not a directory."},
+	},
+	keyWriteNew: {
+		syscall.EEXIST:    {"PreconditionFailed", ""},
+		syscall.EISDIR:    {"ObjectConflict", "The key %q names a directory that holds other objects; delete them first."},
+		syscall.ENOTEMPTY: {"ObjectConflict", "The key %q names a directory that holds other objects; delete them first."},
+		syscall.ENOTDIR:   {"ObjectConflict", "The key %q names an object (a file), not a directory."},
+	},
+	keyRename: {
+		syscall.EINVAL: {"InvalidArgument", "A directory cannot be renamed into itself."},
+	},
+	bucketLookup: {
+		syscall.ENOENT: {"NoSuchBucket", ""},
+	},
+	bucketCreate: {
+		syscall.EEXIST: {"BucketAlreadyOwnedByYou", ""},
+	},
+	bucketDelete: {
+		syscall.ENOENT:    {"NoSuchBucket", ""},
+		syscall.ENOTEMPTY: {"BucketNotEmpty", ""},
+		syscall.EEXIST:    {"BucketNotEmpty", ""},
+	},
+	uploadLookup: {
+		syscall.ENOENT:  {"NoSuchUpload", ""},
+		syscall.ENODATA: {"NoSuchUpload", ""},
+	},
+}
+
+// nsError reads a namespace error in scope: an errno the scope's row holds
+// becomes that S3 error (key is the key its message may name); any other
+// error returns as it is, still an errno for callers that decide on one, and
+// toAPIError answers it from the general row.
+func nsError(err error, scope errnoScope, key string) error {
+	if a, ok := errnoTable[scope][errnoOf(err)]; ok {
+		return a.apiError(key)
+	}
+	return err
 }
 
 // errorBody is the XML shape of every S3 error response.

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"container/heap"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -17,9 +16,9 @@ import (
 
 // Listing walks the namespace in true key order. A directory's entries come
 // from metad sorted by name, but a directory "a" stands for keys "a/...",
-// which sort after "a-b" and "a.c" and before "a0": directories wait in a
-// small heap until the next name sorts after their key, so the walk emits
-// keys in byte order without reading any directory twice.
+// which sort after "a-b" and "a.c" and before "a0": keyOrder holds
+// directories back until the next name sorts after their key, so the walk
+// emits keys in byte order without reading any directory twice.
 
 const (
 	defaultMaxKeys = 1000
@@ -63,10 +62,8 @@ func (l *lister) object(k string, in metaapi.Inode) error {
 	if !strings.HasPrefix(k, l.prefix) {
 		return nil
 	}
-	if l.delim != "" {
-		if i := strings.Index(k[len(l.prefix):], l.delim); i >= 0 {
-			return l.commonPrefix(k[:len(l.prefix)+i+len(l.delim)])
-		}
+	if cp, ok := commonPrefixOf(l.prefix, l.delim, k); ok {
+		return l.commonPrefix(cp)
 	}
 	if k <= l.after {
 		return nil
@@ -88,22 +85,19 @@ func (l *lister) dir(dk string, e metaapi.DirEntry) error {
 		return nil
 	}
 	implicit := e.Inode != nil && e.Inode.Implicit
-	if l.delim != "" && len(dk) > len(l.prefix) {
-		if i := strings.Index(dk[len(l.prefix):], l.delim); i >= 0 {
-			cp := dk[:len(l.prefix)+i+len(l.delim)]
-			if cp == l.lastCP || cp <= l.after {
+	if cp, ok := commonPrefixOf(l.prefix, l.delim, dk); ok {
+		if cp == l.lastCP || cp <= l.after {
+			return nil
+		}
+		if implicit {
+			// An implicit directory that emptied (through POSIX) holds no
+			// key, so it rolls up into no prefix.
+			ents, _, err := l.g.meta.ReadDir(l.ctx, e.Ino, "", 1, false)
+			if err != nil || len(ents) == 0 {
 				return nil
 			}
-			if implicit {
-				// An implicit directory that emptied (through POSIX) holds no
-				// key, so it rolls up into no prefix.
-				ents, _, err := l.g.meta.ReadDir(l.ctx, e.Ino, "", 1, false)
-				if err != nil || len(ents) == 0 {
-					return nil
-				}
-			}
-			return l.commonPrefix(cp)
 		}
+		return l.commonPrefix(cp)
 	}
 	if dk < l.after && !strings.HasPrefix(l.after, dk) {
 		return nil // every key below sorts before the resume point
@@ -114,20 +108,6 @@ func (l *lister) dir(dk string, e metaapi.DirEntry) error {
 		}
 	}
 	return l.walk(e.Ino, dk)
-}
-
-// dirHeap orders pending directories by their key (name + "/").
-type dirHeap []metaapi.DirEntry
-
-func (h dirHeap) Len() int           { return len(h) }
-func (h dirHeap) Less(i, j int) bool { return h[i].Name+"/" < h[j].Name+"/" }
-func (h dirHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *dirHeap) Push(x any)        { *h = append(*h, x.(metaapi.DirEntry)) }
-func (h *dirHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
 
 // walk lists directory ino, whose keys start with dk.
@@ -159,16 +139,7 @@ func (l *lister) walk(ino uint64, dk string) error {
 			after = h
 		}
 	}
-	pending := &dirHeap{}
-	flush := func(upTo string, all bool) error {
-		for pending.Len() > 0 && (all || (*pending)[0].Name+"/" < upTo) {
-			d := heap.Pop(pending).(metaapi.DirEntry)
-			if err := l.dir(dk+d.Name+"/", d); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	var waiting []metaapi.DirEntry
 	limit := max(l.max+2, 64) // one read usually covers the page and the look past it
 	for {
 		ents, more, err := l.g.meta.ReadDirXattr(l.ctx, ino, after, limit, xattrObject)
@@ -179,6 +150,7 @@ func (l *lister) walk(ino uint64, dk string) error {
 			return err
 		}
 		done := !more || len(ents) == 0
+		page := make([]metaapi.DirEntry, 0, len(ents))
 		for _, e := range ents {
 			after = e.Name
 			if dk == "" && e.Name == stagingRoot {
@@ -194,25 +166,26 @@ func (l *lister) walk(ino uint64, dk string) error {
 					continue
 				}
 			}
-			if e.Type == metaapi.TypeDir {
-				heap.Push(pending, e)
-				continue
-			}
-			if err := flush(e.Name, false); err != nil {
-				return err
-			}
-			if e.Type == metaapi.TypeFile && e.Inode != nil {
+			page = append(page, e)
+		}
+		var ordered []metaapi.DirEntry
+		ordered, waiting = keyOrder(waiting, page, done)
+		for _, e := range ordered {
+			switch {
+			case e.Type == metaapi.TypeDir:
+				err = l.dir(dk+dirKey(e), e)
+			case e.Type == metaapi.TypeFile && e.Inode != nil:
 				l.g.primeMeta(*e.Inode, e.Xattr) // the record came with the page: no call per object
-				if err := l.object(dk+e.Name, *e.Inode); err != nil {
-					return err
-				}
+				err = l.object(dk+e.Name, *e.Inode)
+			}
+			if err != nil {
+				return err
 			}
 		}
 		if done {
-			break
+			return nil
 		}
 	}
-	return flush("", true)
 }
 
 // run lists the bucket.

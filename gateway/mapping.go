@@ -18,6 +18,9 @@ const (
 	// Its name is not a valid bucket name, so no bucket can collide with it
 	// and ListBuckets never shows it.
 	stagingRoot = ".flyfs-s3"
+	// The modes of the files and directories keys become.
+	fileMode = 0o644
+	dirMode  = 0o755
 )
 
 // objectPath is a validated key split into its segments.

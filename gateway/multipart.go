@@ -34,6 +34,7 @@ import (
 const (
 	maxParts    = 10000
 	minPartSize = 5 << 20
+	maxPartSize = 5 << 30
 	dataName    = "data"
 )
 
@@ -73,17 +74,11 @@ func (g *Gateway) openUpload(ctx context.Context, rc *reqCtx, id string) (*uploa
 	}
 	dir, err := g.meta.Lookup(ctx, g.uploadsIno, id)
 	if err != nil {
-		if errnoOf(err) == syscall.ENOENT {
-			return nil, errCode("NoSuchUpload", "")
-		}
-		return nil, err
+		return nil, nsError(err, uploadLookup, "")
 	}
 	v, err := g.meta.GetXattr(ctx, dir.ID, xattrUpload)
 	if err != nil {
-		if e := errnoOf(err); e == syscall.ENODATA || e == syscall.ENOENT {
-			return nil, errCode("NoSuchUpload", "")
-		}
-		return nil, err
+		return nil, nsError(err, uploadLookup, "")
 	}
 	u := &upload{id: id, dir: dir}
 	if json.Unmarshal(v, &u.rec) != nil || u.rec.Bucket != rc.bucket || u.rec.Key != rc.object {
@@ -567,10 +562,7 @@ func (g *Gateway) abortMultipartUpload(w http.ResponseWriter, r *http.Request, r
 		return err
 	}
 	if err := g.meta.RemoveAll(ctx, g.uploadsIno, u.id); err != nil {
-		if errnoOf(err) == syscall.ENOENT {
-			return errCode("NoSuchUpload", "")
-		}
-		return err
+		return nsError(err, uploadLookup, "")
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

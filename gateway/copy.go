@@ -1,0 +1,158 @@
+package gateway
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// copySource parses x-amz-copy-source ("[/]bucket/key[?versionId=...]").
+func copySource(v string) (bucket, key string, err error) {
+	if i := strings.Index(v, "?versionId="); i >= 0 {
+		if v[i+len("?versionId="):] != "null" {
+			return "", "", errCode("NotImplemented", "Versioning is not supported.")
+		}
+		v = v[:i]
+	}
+	dv, err := url.PathUnescape(v)
+	if err != nil {
+		return "", "", errCode("InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.")
+	}
+	dv = strings.TrimPrefix(dv, "/")
+	bucket, key, ok := strings.Cut(dv, "/")
+	if !ok || bucket == "" || key == "" {
+		return "", "", errCode("InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.")
+	}
+	return bucket, key, nil
+}
+
+// copyObject is CopyObject: the source's bytes are staged and published as
+// a PUT's are; a copy onto itself changes only the metadata.
+func (g *Gateway) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	ctx := r.Context()
+	dst, err := parseKey(rc.bucket, rc.object)
+	if err != nil {
+		return err
+	}
+	sb, sk, err := copySource(r.Header.Get("X-Amz-Copy-Source"))
+	if err != nil {
+		return err
+	}
+	if !rc.key.allows(sb, PermRead) {
+		return errCode("AccessDenied", "")
+	}
+	src, err := parseKey(sb, sk)
+	if err != nil {
+		return err
+	}
+	sin, som, err := g.statPath(ctx, src)
+	if err != nil {
+		return err
+	}
+	setag := etagFor(sin, som)
+	if err := checkReadConditions(r.Header, setag, time.Unix(0, sin.Mtime), "X-Amz-Copy-Source-"); err != nil {
+		return err
+	}
+	if _, err := g.bucketInode(ctx, rc.bucket); err != nil {
+		return err
+	}
+	cond, err := writeCondOf(r.Header)
+	if err != nil {
+		return err
+	}
+	replace := strings.EqualFold(r.Header.Get("X-Amz-Metadata-Directive"), "REPLACE")
+	om := &objectMeta{}
+	if som != nil && som.Gen == sin.Gen {
+		*om = *som
+	} else if som != nil {
+		om.Headers, om.Meta = som.Headers, som.Meta
+	}
+	if replace {
+		nm, err := metaFromRequest(r.Header)
+		if err != nil {
+			return err
+		}
+		om.Headers, om.Meta = nm.Headers, nm.Meta
+	}
+	var tags []tag
+	replaceTags := strings.EqualFold(r.Header.Get("X-Amz-Tagging-Directive"), "REPLACE")
+	if replaceTags {
+		if tags, err = tagsFromHeader(r.Header.Get("X-Amz-Tagging")); err != nil {
+			return err
+		}
+	} else {
+		tags, _ = g.loadTags(ctx, sin.ID)
+	}
+	lastMod := time.Now()
+	if src.bucket == dst.bucket && src.key == dst.key {
+		if !replace && !replaceTags {
+			return errCode("InvalidRequest", "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
+		}
+		// In place: only the metadata changes, the data and its ETag stay.
+		om.Gen, om.ETag = sin.Gen, setag
+		if err := g.storeMeta(ctx, sin.ID, om); err != nil {
+			return err
+		}
+		if replaceTags {
+			if err := g.storeTags(ctx, sin.ID, tags); err != nil {
+				return err
+			}
+		}
+		return writeXML(w, copyObjectResult{NS: s3NS, ETag: quoteETag(setag), LastModified: s3Time(lastMod)})
+	}
+	if src.dir != dst.dir {
+		return errCode("InvalidArgument", "A directory key (ending in '/') can only be copied to a directory key.")
+	}
+	if dst.dir {
+		om.ETag = emptyMD5
+		if err := g.putMarker(discardHeaders{w}, r, &reqCtx{id: rc.id, key: rc.key, size: 0, body: strings.NewReader("")}, dst, om, cond); err != nil {
+			return err
+		}
+		return writeXML(w, copyObjectResult{NS: s3NS, ETag: quoteETag(emptyMD5), LastModified: s3Time(lastMod)})
+	}
+	f, err := g.fs.OpenInode(ctx, sin, nil)
+	if err != nil {
+		return err
+	}
+	var spec *checksumSpec
+	if om.ChecksumAlgo != "" {
+		spec = &checksumSpec{algo: om.ChecksumAlgo}
+	}
+	st, err := g.stage(ctx, rc, &fileReader{ctx: ctx, f: f, end: int64(sin.Length)}, int64(sin.Length), maxPutSize, spec, "")
+	if err != nil {
+		return err
+	}
+	published := false
+	defer func() {
+		if !published {
+			g.discard(st.name)
+		}
+	}()
+	om.Gen, om.ETag, om.Parts = st.in.Gen, st.md5, nil
+	if spec != nil {
+		om.Checksum = st.sum
+	}
+	if err := g.storeMeta(ctx, st.in.ID, om); err != nil {
+		return err
+	}
+	if len(tags) > 0 {
+		if err := g.storeTags(ctx, st.in.ID, tags); err != nil {
+			return err
+		}
+	}
+	if err := g.publish(ctx, g.stagingIno, st.name, dst, rc.creds(), cond, false); err != nil {
+		return err
+	}
+	published = true
+	res := copyObjectResult{NS: s3NS, ETag: quoteETag(st.md5), LastModified: s3Time(time.Unix(0, st.in.Mtime))}
+	return writeXML(w, res)
+}
+
+// discardHeaders lets a handler that answers on its own (putMarker) be
+// reused inside another one that writes the real response.
+type discardHeaders struct{ http.ResponseWriter }
+
+func (d discardHeaders) Header() http.Header       { return http.Header{} }
+func (d discardHeaders) WriteHeader(int)           {}
+func (d discardHeaders) Write([]byte) (int, error) { return 0, nil }

@@ -1,0 +1,160 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"syscall"
+
+	"github.com/flyfs/flyfs/core/api/metaapi"
+)
+
+// deleteOne removes one key; a missing key is success, as in S3.
+func (g *Gateway) deleteOne(ctx context.Context, bucket, key, ifMatch string) error {
+	o, err := parseKey(bucket, key)
+	if err != nil {
+		return err
+	}
+	parent, err := g.meta.Resolve(ctx, o.parentPath(), true)
+	if err != nil {
+		err = nsError(err, keyDelete, o.key)
+		if ifMatch == "" && toAPIError(err).Code == "NoSuchKey" {
+			return nil
+		}
+		return err
+	}
+	if o.dir {
+		return g.deleteMarker(ctx, o, parent, ifMatch)
+	}
+	req := metaapi.RemoveReq{Parent: parent.ID, Name: o.name(), PruneImplicit: true}
+	if ifMatch != "" {
+		cur, err := g.meta.Lookup(ctx, parent.ID, o.name())
+		if err != nil {
+			return err
+		}
+		if cur.Type == metaapi.TypeDir {
+			return errCode("NoSuchKey", "")
+		}
+		om, err := g.loadMeta(ctx, cur.ID)
+		if err != nil {
+			return err
+		}
+		if !etagMatches(ifMatch, etagFor(cur, om)) {
+			return errCode("PreconditionFailed", "")
+		}
+		req.IfIno, req.IfGen = cur.ID, cur.Gen
+	}
+	err = g.meta.Unlink(ctx, req)
+	switch errnoOf(err) {
+	case 0, syscall.ENOENT, syscall.EISDIR, syscall.ENOTDIR:
+		// A directory "a" is not the object "a" (that would be "a/").
+		return nil
+	}
+	return err
+}
+
+// deleteMarker removes the explicit directory of a "dir/" key when it is
+// empty; when it still holds objects only the marker goes: the directory
+// becomes implicit and disappears with its last object.
+func (g *Gateway) deleteMarker(ctx context.Context, o objectPath, parent metaapi.Inode, ifMatch string) error {
+	cur, err := g.meta.Lookup(ctx, parent.ID, o.name())
+	if err != nil || cur.Type != metaapi.TypeDir || cur.Implicit {
+		if ifMatch != "" {
+			return errCode("NoSuchKey", "")
+		}
+		if err != nil && errnoOf(err) != syscall.ENOENT {
+			return err
+		}
+		return nil
+	}
+	if ifMatch != "" {
+		om, _ := g.loadMeta(ctx, cur.ID)
+		if !etagMatches(ifMatch, etagFor(cur, om)) {
+			return errCode("PreconditionFailed", "")
+		}
+	}
+	err = g.meta.Rmdir(ctx, parent.ID, o.name())
+	switch errnoOf(err) {
+	case 0:
+		g.pruneUp(ctx, o)
+		return nil
+	case syscall.ENOENT:
+		return nil
+	case syscall.ENOTEMPTY, syscall.EEXIST:
+		_, err = g.meta.SetAttr(ctx, cur.ID, metaapi.SetAttrReq{Mask: metaapi.SetImplicit, Implicit: true})
+		if err == nil {
+			_ = g.meta.RemoveXattr(ctx, cur.ID, xattrObject)
+		}
+		return err
+	}
+	return err
+}
+
+// pruneUp removes the now-empty implicit ancestors of o (below the bucket).
+// Rmdir only removes an empty directory, so a concurrent PUT into one of
+// them simply stops the pruning.
+func (g *Gateway) pruneUp(ctx context.Context, o objectPath) {
+	for i := len(o.segs) - 1; i >= 1; i-- {
+		dirPath := "/" + o.bucket + "/" + strings.Join(o.segs[:i], "/")
+		in, err := g.meta.Resolve(ctx, dirPath, false)
+		if err != nil || in.Type != metaapi.TypeDir || !in.Implicit {
+			return
+		}
+		parent, err := g.meta.Resolve(ctx, "/"+o.bucket+"/"+strings.Join(o.segs[:i-1], "/"), false)
+		if err != nil {
+			return
+		}
+		if g.meta.Rmdir(ctx, parent.ID, o.segs[i-1]) != nil {
+			return
+		}
+	}
+}
+
+func (g *Gateway) deleteObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	ctx := r.Context()
+	if _, err := g.bucketInode(ctx, rc.bucket); err != nil {
+		return err
+	}
+	if err := g.deleteOne(ctx, rc.bucket, rc.object, r.Header.Get("If-Match")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (g *Gateway) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	ctx := r.Context()
+	var req deleteRequest
+	if err := decodeXML(rc.body, &req); err != nil {
+		return err
+	}
+	if len(req.Objects) > 1000 {
+		return errCode("MalformedXML", "A DeleteObjects request may name at most 1000 keys.")
+	}
+	if _, err := g.bucketInode(ctx, rc.bucket); err != nil {
+		return err
+	}
+	errs := make([]error, len(req.Objects))
+	sem := make(chan struct{}, 16)
+	done := make(chan struct{})
+	for i, obj := range req.Objects {
+		sem <- struct{}{}
+		go func(i int, obj deleteObjectID) {
+			defer func() { <-sem; done <- struct{}{} }()
+			errs[i] = g.deleteOne(ctx, rc.bucket, obj.Key, obj.ETag)
+		}(i, obj)
+	}
+	for range req.Objects {
+		<-done
+	}
+	res := deleteResult{NS: s3NS}
+	for i, obj := range req.Objects {
+		if errs[i] != nil {
+			ae := toAPIError(errs[i])
+			res.Errors = append(res.Errors, deleteError{Key: obj.Key, Code: ae.Code, Message: ae.Message})
+		} else if !req.Quiet {
+			res.Deleted = append(res.Deleted, deletedObject{Key: obj.Key})
+		}
+	}
+	return writeXML(w, res)
+}

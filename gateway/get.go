@@ -1,0 +1,252 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flyfs/flyfs/core/api/metaapi"
+)
+
+// statObject finds the object a request names: the file (or the explicit
+// directory of a marker key) and its stored metadata.
+func (g *Gateway) statObject(ctx context.Context, rc *reqCtx) (metaapi.Inode, *objectMeta, error) {
+	o, err := parseKey(rc.bucket, rc.object)
+	if err != nil {
+		return metaapi.Inode{}, nil, err
+	}
+	return g.statPath(ctx, o)
+}
+
+// statPath is statObject for a parsed key.
+func (g *Gateway) statPath(ctx context.Context, o objectPath) (metaapi.Inode, *objectMeta, error) {
+	in, err := g.meta.Resolve(ctx, o.path(), true)
+	if err != nil {
+		err = nsError(err, keyRead, o.key)
+		if toAPIError(err).Code == "NoSuchKey" {
+			// In a bucket that is not there, the bucket is what is missing.
+			if _, berr := g.bucketInode(ctx, o.bucket); berr != nil {
+				return in, nil, berr
+			}
+		}
+		return in, nil, err
+	}
+	switch {
+	case in.Type == metaapi.TypeDir && (!o.dir || in.Implicit):
+		return in, nil, errCode("NoSuchKey", "")
+	case in.Type != metaapi.TypeDir && o.dir:
+		return in, nil, errCode("NoSuchKey", "")
+	case in.Type != metaapi.TypeDir && in.Type != metaapi.TypeFile:
+		return in, nil, errCode("NoSuchKey", "")
+	}
+	om, err := g.metaOf(ctx, in)
+	return in, om, err
+}
+
+// objectHeaders sets the headers every GET and HEAD returns.
+func objectHeaders(h http.Header, in metaapi.Inode, om *objectMeta, etag string) {
+	h.Set("ETag", quoteETag(etag))
+	h.Set("Last-Modified", time.Unix(0, in.Mtime).UTC().Format(http.TimeFormat))
+	h.Set("Accept-Ranges", "bytes")
+	ct := "application/octet-stream"
+	if in.Type == metaapi.TypeDir {
+		ct = "application/x-directory"
+	}
+	if om != nil {
+		for k, v := range om.Headers {
+			h.Set(k, v)
+		}
+		for k, v := range om.Meta {
+			h["X-Amz-Meta-"+http.CanonicalHeaderKey(k)] = []string{v}
+		}
+		if len(om.Parts) > 0 && om.Gen == in.Gen {
+			h.Set("X-Amz-Mp-Parts-Count", strconv.Itoa(len(om.Parts)))
+		}
+	}
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", ct)
+	}
+}
+
+// parseRange parses a single "bytes=" range against size.
+func parseRange(v string, size int64) (start, length int64, err error) {
+	spec, ok := strings.CutPrefix(strings.TrimSpace(v), "bytes=")
+	if !ok || strings.Contains(spec, ",") {
+		return 0, size, nil // not a range we serve: the whole object, as S3 does
+	}
+	a, b, ok := strings.Cut(spec, "-")
+	if !ok {
+		return 0, size, nil
+	}
+	a, b = strings.TrimSpace(a), strings.TrimSpace(b)
+	invalid := errCode("InvalidRange", "")
+	switch {
+	case a == "" && b == "":
+		return 0, size, nil
+	case a == "":
+		n, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || n < 0 {
+			return 0, size, nil
+		}
+		if n == 0 {
+			return 0, 0, invalid
+		}
+		n = min(n, size)
+		return size - n, n, nil
+	default:
+		s, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || s < 0 {
+			return 0, size, nil
+		}
+		e := size - 1
+		if b != "" {
+			if e, err = strconv.ParseInt(b, 10, 64); err != nil || e < s {
+				return 0, size, nil
+			}
+		}
+		if s >= size {
+			return 0, 0, invalid
+		}
+		e = min(e, size-1)
+		return s, e - s + 1, nil
+	}
+}
+
+// getObject serves GET and HEAD.
+func (g *Gateway) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	ctx := r.Context()
+	in, om, err := g.statObject(ctx, rc)
+	if err != nil {
+		return err
+	}
+	etag := etagFor(in, om)
+	mtime := time.Unix(0, in.Mtime)
+	if err := checkReadConditions(r.Header, etag, mtime, ""); err != nil {
+		if toAPIError(err).Code == "NotModified" {
+			w.Header().Set("ETag", quoteETag(etag))
+			w.Header().Set("Last-Modified", mtime.UTC().Format(http.TimeFormat))
+		}
+		return err
+	}
+	h := w.Header()
+	objectHeaders(h, in, om, etag)
+	q := r.URL.Query()
+	for _, p := range []struct{ q, h string }{{"response-content-type", "Content-Type"}, {"response-content-language", "Content-Language"},
+		{"response-expires", "Expires"}, {"response-cache-control", "Cache-Control"}, {"response-content-disposition", "Content-Disposition"},
+		{"response-content-encoding", "Content-Encoding"}} {
+		if v := q.Get(p.q); v != "" {
+			h.Set(p.h, v)
+		}
+	}
+	if om != nil && om.Tags > 0 {
+		h.Set("X-Amz-Tagging-Count", strconv.Itoa(om.Tags))
+	}
+	size := int64(in.Length)
+	if in.Type == metaapi.TypeDir {
+		size = 0
+	}
+	start, length := int64(0), size
+	partial := false
+	if pn := q.Get("partNumber"); pn != "" {
+		n, err := strconv.Atoi(pn)
+		if err != nil || n < 1 || n > maxParts {
+			return errCode("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive.")
+		}
+		parts := []int64{size}
+		if om != nil && len(om.Parts) > 0 && om.Gen == in.Gen {
+			parts = om.Parts
+		}
+		if n > len(parts) {
+			return errCode("InvalidPart", "The object has %d parts.", len(parts))
+		}
+		for _, p := range parts[:n-1] {
+			start += p
+		}
+		length = parts[n-1]
+		partial = len(parts) > 1
+		h.Set("X-Amz-Mp-Parts-Count", strconv.Itoa(len(parts)))
+	} else if rv := r.Header.Get("Range"); rv != "" {
+		s, l, err := parseRange(rv, size)
+		if err != nil {
+			h.Set("Content-Range", "bytes */"+strconv.FormatInt(size, 10))
+			return err
+		}
+		start, length, partial = s, l, l != size || s != 0
+	}
+	if partial {
+		h.Set("Content-Range", "bytes "+strconv.FormatInt(start, 10)+"-"+strconv.FormatInt(start+length-1, 10)+"/"+strconv.FormatInt(size, 10))
+	}
+	if strings.EqualFold(r.Header.Get("X-Amz-Checksum-Mode"), "ENABLED") && om != nil && om.Checksum != "" && om.Gen == in.Gen && !partial {
+		h.Set(checksumHeader(om.ChecksumAlgo), om.Checksum)
+		if om.ChecksumType != "" {
+			h.Set("X-Amz-Checksum-Type", om.ChecksumType)
+		}
+	}
+	h.Set("Content-Length", strconv.FormatInt(length, 10))
+	status := http.StatusOK
+	if partial {
+		status = http.StatusPartialContent
+	}
+	if r.Method == http.MethodHead || length == 0 {
+		w.WriteHeader(status)
+		return nil
+	}
+	f, err := g.fs.OpenInode(ctx, in, nil)
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(status)
+	return copyOut(ctx, w, f, start, length)
+}
+
+func (g *Gateway) getObjectAttributes(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	in, om, err := g.statObject(r.Context(), rc)
+	if err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	for _, v := range r.Header.Values("X-Amz-Object-Attributes") {
+		for _, a := range strings.Split(v, ",") {
+			want[strings.TrimSpace(a)] = true
+		}
+	}
+	etag := etagFor(in, om)
+	res := getObjectAttributesResponse{NS: s3NS}
+	if want["ETag"] {
+		res.ETag = etag
+	}
+	if want["ObjectSize"] {
+		n := int64(in.Length)
+		if in.Type == metaapi.TypeDir {
+			n = 0
+		}
+		res.ObjectSize = &n
+	}
+	if want["StorageClass"] {
+		res.StorageClass = "STANDARD"
+	}
+	valid := om != nil && om.Gen == in.Gen
+	if want["Checksum"] && valid && om.Checksum != "" {
+		c := &checksums{}
+		switch om.ChecksumAlgo {
+		case "crc32":
+			c.ChecksumCRC32 = om.Checksum
+		case "crc32c":
+			c.ChecksumCRC32C = om.Checksum
+		case "crc64nvme":
+			c.ChecksumCRC64NVME = om.Checksum
+		case "sha1":
+			c.ChecksumSHA1 = om.Checksum
+		case "sha256":
+			c.ChecksumSHA256 = om.Checksum
+		}
+		res.Checksum = c
+	}
+	if want["ObjectParts"] && valid && len(om.Parts) > 0 {
+		res.ObjectParts = &objParts{TotalPartsCount: len(om.Parts)}
+	}
+	w.Header().Set("Last-Modified", time.Unix(0, in.Mtime).UTC().Format(http.TimeFormat))
+	return writeXML(w, res)
+}

@@ -1,0 +1,103 @@
+package gateway
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/hex"
+	"hash"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/flyfs/flyfs/core/api/metaapi"
+)
+
+// staged is a file written into the staging directory, not yet visible.
+type staged struct {
+	name string
+	in   metaapi.Inode
+	md5  string // hex
+	sum  string // the additional checksum (base64), if one was asked for
+}
+
+func newStagingName() string {
+	return strings.ToLower(newRequestID()) + strings.ToLower(newRequestID())
+}
+
+// discard removes a staging file that will not be published.
+func (g *Gateway) discard(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := g.meta.Unlink(ctx, metaapi.RemoveReq{Parent: g.stagingIno, Name: name}); err != nil && errnoOf(err) != syscall.ENOENT {
+		g.log.Warn("s3 gateway: could not remove a staging file (the sweeper will)", "name", name, "err", err)
+	}
+}
+
+// stage streams body into a new staging file and checks what the request
+// claimed about it: length, Content-MD5, additional checksum.
+func (g *Gateway) stage(ctx context.Context, rc *reqCtx, body interface{ Read([]byte) (int, error) }, size int64, limit int64, spec *checksumSpec, contentMD5 string) (*staged, error) {
+	name := newStagingName()
+	in, session, _, err := g.meta.Create(ctx, g.stagingIno, name, fileMode, os.O_CREATE|os.O_EXCL|os.O_WRONLY, rc.creds())
+	if err != nil {
+		return nil, err
+	}
+	st := &staged{name: name}
+	ok := false
+	defer func() {
+		if !ok {
+			g.discard(name)
+		}
+	}()
+	f, err := g.fs.OpenInode(ctx, in, session)
+	if err != nil {
+		return nil, err
+	}
+	m, release := newMD5(size)
+	defer release()
+	hashes := []hash.Hash{m}
+	var ch hash.Hash
+	if spec != nil {
+		ch = newChecksumHash(spec.algo)
+		hashes = append(hashes, ch)
+	}
+	n, err := copyInSized(ctx, f, 0, body, size, limit, hashes...)
+	if cerr := f.CloseContext(ctx); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if size >= 0 && n != size {
+		return nil, errCode("IncompleteBody", "You did not provide the number of bytes specified by the Content-Length HTTP header (%d of %d).", n, size)
+	}
+	st.in = f.Inode()
+	st.md5 = hex.EncodeToString(m.Sum(nil))
+	if contentMD5 != "" {
+		want, err := base64.StdEncoding.DecodeString(contentMD5)
+		if err != nil || len(want) != md5.Size {
+			return nil, errCode("InvalidDigest", "")
+		}
+		if hex.EncodeToString(want) != st.md5 {
+			return nil, errCode("BadDigest", "")
+		}
+	}
+	if spec != nil {
+		st.sum = base64.StdEncoding.EncodeToString(ch.Sum(nil))
+		want := spec.expected
+		if spec.trailer {
+			if rc.chunked != nil {
+				want = rc.chunked.Trailer[checksumHeader(spec.algo)]
+			}
+			if want == "" {
+				return nil, errCode("MalformedTrailerError", "The announced trailer %s did not arrive.", checksumHeader(spec.algo))
+			}
+		}
+		if want != "" && want != st.sum {
+			return nil, errCode("BadDigest", "The %s you specified did not match the calculated checksum.", checksumHeader(spec.algo))
+		}
+	}
+	ok = true
+	return st, nil
+}
