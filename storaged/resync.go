@@ -168,7 +168,7 @@ func localChunkStates(t *target) (map[layout.ChunkID]craq.ChunkState, error) {
 // transfer sends one chunk's current content and versions, under its lock so
 // no write of the chunk runs between reading and sending it.
 func (s *Server) transfer(ctx context.Context, t *target, succ routing.Target, id layout.ChunkID, lim *rate.Limiter) (int, error) {
-	k := engine.Key{Chain: uint32(t.chain), Chunk: id}
+	k := t.key(id)
 	unlock := s.locks.lock(k)
 	defer unlock()
 	addr, ver, err := s.stillSyncing(t, succ)
@@ -202,7 +202,7 @@ func (s *Server) transfer(ctx context.Context, t *target, succ routing.Target, i
 }
 
 func (s *Server) transferRemove(ctx context.Context, t *target, succ routing.Target, id layout.ChunkID) error {
-	k := engine.Key{Chain: uint32(t.chain), Chunk: id}
+	k := t.key(id)
 	unlock := s.locks.lock(k)
 	defer unlock()
 	addr, ver, err := s.stillSyncing(t, succ)

@@ -84,7 +84,7 @@ func (s *Server) scrubPass(ctx context.Context, lim *rate.Limiter) (chunks, byte
 // scrubChunk verifies one chunk's current version and schedules its repair
 // if it fails.
 func (s *Server) scrubChunk(t *target, id layout.ChunkID) (bad bool, n int64) {
-	h, err := t.eng.Get(engine.Key{Chain: uint32(t.chain), Chunk: id})
+	h, err := t.eng.Get(t.key(id))
 	if err != nil {
 		return false, 0 // removed since listed (or a corrupt record, reported at open)
 	}
