@@ -196,13 +196,14 @@ func (s *Server) handleSetTargetHeld(ctx context.Context, req *mgmtdapi.SetTarge
 	return &mgmtdapi.SetTargetHeldResp{RoutingVersion: info.Version}, nil, nil
 }
 
-// handleGetPrimary names the primary as the lease record says now.
+// handleGetPrimary names the primary as the lease record says now, and the
+// cluster.
 func (s *Server) handleGetPrimary(ctx context.Context, _ *mgmtdapi.GetPrimaryReq, _ []byte) (*mgmtdapi.GetPrimaryResp, []byte, error) {
-	var resp mgmtdapi.GetPrimaryResp
+	resp := mgmtdapi.GetPrimaryResp{ClusterID: s.clusterID}
 	err := s.cfg.KV.RunRead(ctx, func(tx kv.ReadTxn) error {
 		rec, found, err := readLease(ctx, tx)
 		if err == nil && found && rec.Expiry > time.Now().UnixNano() {
-			resp = mgmtdapi.GetPrimaryResp{ID: rec.Holder, Addr: rec.Addr}
+			resp.ID, resp.Addr = rec.Holder, rec.Addr
 		}
 		return err
 	})

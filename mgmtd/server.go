@@ -40,6 +40,9 @@ type Server struct {
 
 	cache atomic.Pointer[routing.Info] // newest routing seen; shared, read-only
 
+	clusterID    string
+	freshCluster bool // this process drew the cluster id
+
 	closeOnce sync.Once
 }
 
@@ -51,6 +54,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("mgmtd", cfg.ID), instance: rand.Uint64() | 1, kick: make(chan struct{}, 1)}
+	if s.clusterID, s.freshCluster, err = ensureClusterID(context.Background(), cfg.KV); err != nil {
+		return nil, err
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.rpc = rpc.NewServer(cfg.RPC)
 	rpc.Handle(s.rpc, mgmtdapi.MethodHeartbeat, s.handleHeartbeat)
@@ -96,6 +102,10 @@ func (s *Server) stop() {
 
 // ID is the mgmtd's configured id.
 func (s *Server) ID() string { return s.cfg.ID }
+
+// ClusterID is the id of the cluster this mgmtd manages; fresh says this
+// process drew it (a new cluster).
+func (s *Server) ClusterID() (id string, fresh bool) { return s.clusterID, s.freshCluster }
 
 // IsPrimary reports whether this mgmtd acts as primary now.
 func (s *Server) IsPrimary() bool { return s.primaryTerm() != nil }

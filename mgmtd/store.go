@@ -22,13 +22,13 @@ import (
 //	MGMD + mgmtd id          → mgmtdRecord: the registry of cluster managers
 //	CTBL + table id (u32)    → [][]ChainID: every version of a chain table (append-only)
 var (
-	leaseKey   = []byte("SINGMgmtdLease")
-	versionKey = []byte("SINGRoutingInfoVersion")
-	nodeTag    = []byte("NODE")
-	chainTag   = []byte("CHIF")
-	heldTag    = []byte("TGHD")
-	mgmtdTag   = []byte("MGMD")
-	tableTag   = []byte("CTBL")
+	leaseKey   = append(kv.Tag("SING"), "MgmtdLease"...)
+	versionKey = append(kv.Tag("SING"), "RoutingInfoVersion"...)
+	nodeTag    = kv.Tag("NODE")
+	chainTag   = kv.Tag("CHIF")
+	heldTag    = kv.Tag("TGHD")
+	mgmtdTag   = kv.Tag("MGMD")
+	tableTag   = kv.Tag("CTBL")
 )
 
 func idKey(tag []byte, id uint32) []byte {

@@ -93,8 +93,9 @@ func runMgmtd(ctx context.Context, o mgmtdOptions, log *slog.Logger) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
+	cluster, fresh := srv.ClusterID()
 	log.Info("mgmtd up", "id", o.id, "listen", l.Addr().String(), "advertise", addr, "kv", o.kv.Engine,
-		"heartbeat_timeout", o.heartbeatTimeout)
+		"heartbeat_timeout", o.heartbeatTimeout, "cluster", cluster, "new_cluster", fresh)
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")

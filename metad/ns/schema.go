@@ -13,16 +13,16 @@ const RootID uint64 = 1
 
 // Key tags (4 bytes each, see doc.go).
 var (
-	tagInode     = []byte("INOD")
-	tagDentry    = []byte("DENT")
-	tagIdem      = []byte("IDEM")
-	tagGC        = []byte("GCQU")
-	tagAlloc     = []byte("IALC")
-	tagSession   = []byte("SESS")
-	tagXattr     = []byte("XATR")
-	tagDirTime   = []byte("DMTI")
-	keyStatBase  = []byte("STAB")
-	tagStatDelta = []byte("STAD")
+	tagInode     = kv.Tag("INOD")
+	tagDentry    = kv.Tag("DENT")
+	tagIdem      = kv.Tag("IDEM")
+	tagGC        = kv.Tag("GCQU")
+	tagAlloc     = kv.Tag("IALC")
+	tagSession   = kv.Tag("SESS")
+	tagXattr     = kv.Tag("XATR")
+	tagDirTime   = kv.Tag("DMTI")
+	keyStatBase  = kv.Tag("STAB")
+	tagStatDelta = kv.Tag("STAD")
 )
 
 // Inode ids are little-endian in every key (INOD, DENT, SESS, XATR, DMTI):

@@ -15,7 +15,7 @@ import (
 const (
 	MethodHeartbeat     rpc.Method = 0x0101 // primary only
 	MethodGetRouting    rpc.Method = 0x0102 // any mgmtd
-	MethodGetPrimary    rpc.Method = 0x0103 // any mgmtd
+	MethodGetPrimary    rpc.Method = 0x0103 // any mgmtd: the primary, and the cluster id
 	MethodSetChains     rpc.Method = 0x0104 // primary only: create or replace chains
 	MethodSetTargetHeld rpc.Method = 0x0105 // primary only: take a target offline by hand, or release it
 	MethodListNodes     rpc.Method = 0x0106 // the primary; another mgmtd answers NotPrimary, or a partial list when no primary is elected
@@ -127,10 +127,12 @@ type GetRoutingResp struct {
 // GetPrimaryReq asks who is primary.
 type GetPrimaryReq struct{}
 
-// GetPrimaryResp names the primary mgmtd.
+// GetPrimaryResp names the primary mgmtd (none while no primary is
+// elected) and the cluster every mgmtd answering belongs to.
 type GetPrimaryResp struct {
-	ID   string `cbor:"1,keyasint,omitempty"`
-	Addr string `cbor:"2,keyasint,omitempty"`
+	ID        string `cbor:"1,keyasint,omitempty"`
+	Addr      string `cbor:"2,keyasint,omitempty"`
+	ClusterID string `cbor:"3,keyasint,omitempty"`
 }
 
 // SetChainsReq creates chains or replaces their target lists (targets in
