@@ -1,6 +1,3 @@
-// Package bench holds what every `flyfs bench` workload shares: a runner that
-// drives workers through a phase with a progress bar, latency histograms, and
-// the report printed as a table or as JSON.
 package bench
 
 import (

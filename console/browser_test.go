@@ -15,8 +15,6 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
-	"github.com/flyfs/flyfs/core/kv"
-	"github.com/flyfs/flyfs/core/kv/memkv"
 	"github.com/flyfs/flyfs/e2e/harness"
 )
 
@@ -266,7 +264,7 @@ func TestBrowserNamespaceAndPages(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#dialog-ok")), chromedp.WaitVisible(chromedp.CSS("#new-secret")))
 	access := b.eval(`document.getElementById('new-access').textContent`)
 	secret := b.eval(`document.getElementById('new-secret').textContent`)
-	if _, err := r.keys.Authenticate(ctx, access, secret); err != nil {
+	if _, err := r.authenticates(ctx, access, secret); err != nil {
 		t.Errorf("the key shown in the browser does not authenticate: %v", err)
 	}
 	b.shot("keys-created")
@@ -288,8 +286,8 @@ func TestBrowserChains(t *testing.T) {
 	if chromiumPath() == "" {
 		t.Skip("no Chromium found (install the Debian package chromium): browser tests skipped")
 	}
-	c := harness.StartCluster(t, harness.ClusterConfig{Nodes: 4, Chains: 4, Replicas: 3})
-	r := newRig(t, rigConfig{mgmtd: c.MgmtdAddrs(), rc: c.RPCClient("console"), db: memkv.Open(kv.Options{})})
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 4, Chains: 4, Replicas: 3}})
+	r := newRig(t, rigConfig{mgmtd: c.MgmtdAddrs(), rc: c.RPCClient("console"), fs: c.FS()})
 	b := newTab(t, r.srv.URL)
 	b.signIn(r.admin)
 	b.goTo("#/chains")

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/mgmtdapi"
-	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
 )
@@ -282,39 +282,30 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 		slices.SortFunc(out.Services, func(a, b serviceJSON) int {
 			return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.ID, b.ID))
 		})
-		if metads == 0 && svcs.Complete && c.cfg.FS != nil {
+		if metads == 0 && svcs.Complete {
 			bad("unavailable", "no metadata service (metad) is registered: the namespace cannot be used")
 		}
 	} else {
 		out.Unreported = append(out.Unreported, "registered services (metad, gateways): "+err.Error())
 	}
-	if c.cfg.FS != nil {
-		tot, err := c.namespaceTotalsErr(ctx)
-		nj := &namespaceJSON{Inodes: tot.inodes, Bytes: tot.bytes}
-		if err != nil {
-			nj.Error = err.Error()
-			bad("unavailable", "the metadata service does not answer: "+err.Error())
-		} else {
-			gc := int(tot.gc)
-			out.GCQueue = &gc
-		}
-		out.Namespace = nj
+	tot, err := c.namespaceTotalsErr(ctx)
+	nj := &namespaceJSON{Inodes: tot.inodes, Bytes: tot.bytes}
+	if err != nil {
+		nj.Error = err.Error()
+		bad("unavailable", "the metadata service does not answer: "+err.Error())
+	} else {
+		gc := int(tot.gc)
+		out.GCQueue = &gc
 	}
+	out.Namespace = nj
 	out.Samples, out.Rates = c.sampler.series()
-	out.Unreported = append(c.unreported(), out.Unreported...)
+	if out.Unreported == nil {
+		out.Unreported = []string{} // never null in the JSON: the page reads its length
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-// unreported lists what the page cannot show because no service reports it.
-func (c *Console) unreported() []string {
-	u := []string{} // never null in the JSON: the page reads its length
-	if c.cfg.FS == nil {
-		u = append(u, "namespace totals and GC queue: this console has no metadata client")
-	}
-	return u
-}
-
-func nodeStatsOf(ns *nodeStats, id routing.NodeID) *storageapi.StatsResp {
+func nodeStatsOf(ns *nodeStats, id routing.NodeID) *client.NodeStats {
 	if ns == nil {
 		return nil
 	}

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flyfs/flyfs/core/access"
 	"github.com/flyfs/flyfs/core/api/mgmtdapi"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/routing"
@@ -36,11 +37,10 @@ type Config struct {
 	// closes it.
 	RPC   *rpc.Client
 	Token string
-	// FS is the namespace the browser pages work on; nil turns them off (the
-	// API answers 503 namespace_unavailable).
+	// FS is the cluster's client (required): the namespace the browser pages
+	// work on, the access keys admins sign in with, and the storage nodes'
+	// statistics.
 	FS *client.FS
-	// Keys is the access-key store to sign in against and manage. Required.
-	Keys Keys
 	// Advertise, if set, is the console's own address: it registers with
 	// mgmtd as a service of kind console, so it shows up in service lists.
 	Advertise string
@@ -84,8 +84,8 @@ func New(cfg Config) (*Console, error) {
 	if len(cfg.Mgmtd) == 0 {
 		return nil, errors.New("console: no mgmtd addresses")
 	}
-	if cfg.Keys == nil {
-		return nil, errors.New("console: no access-key store (Config.Keys)")
+	if cfg.FS == nil {
+		return nil, errors.New("console: no cluster client (Config.FS)")
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 8 * time.Hour
@@ -112,7 +112,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	c.mgmtd = client.NewMgmtd(rc, cfg.Mgmtd)
 	c.mgmtd.AttemptTimeout = 2 * time.Second
-	c.sampler = newSampler(c, rc)
+	c.sampler = newSampler(c)
 	c.uploads = newUploads()
 	if err := c.routes(); err != nil {
 		c.Close()
@@ -199,16 +199,16 @@ func (c *Console) routes() error {
 	c.mux.HandleFunc("POST /api/targets/{id}/offline", c.authed(true, c.handleHold(true)))
 	c.mux.HandleFunc("POST /api/targets/{id}/online", c.authed(true, c.handleHold(false)))
 
-	c.mux.HandleFunc("GET /api/fs/list", c.authed(false, c.needFS(c.handleList)))
-	c.mux.HandleFunc("GET /api/fs/stat", c.authed(false, c.needFS(c.handleStat)))
-	c.mux.HandleFunc("GET /api/fs/download", c.authed(false, c.needFS(c.handleDownload)))
-	c.mux.HandleFunc("POST /api/fs/mkdir", c.authed(true, c.needFS(c.handleMkdir)))
-	c.mux.HandleFunc("POST /api/fs/rename", c.authed(true, c.needFS(c.handleRename)))
-	c.mux.HandleFunc("POST /api/fs/delete", c.authed(true, c.needFS(c.handleDelete)))
-	c.mux.HandleFunc("POST /api/fs/uploads", c.authed(true, c.needFS(c.handleUploadStart)))
-	c.mux.HandleFunc("PUT /api/fs/uploads/{id}", c.authed(true, c.needFS(c.handleUploadPart)))
-	c.mux.HandleFunc("POST /api/fs/uploads/{id}/complete", c.authed(true, c.needFS(c.handleUploadComplete)))
-	c.mux.HandleFunc("DELETE /api/fs/uploads/{id}", c.authed(true, c.needFS(c.handleUploadAbort)))
+	c.mux.HandleFunc("GET /api/fs/list", c.authed(false, c.handleList))
+	c.mux.HandleFunc("GET /api/fs/stat", c.authed(false, c.handleStat))
+	c.mux.HandleFunc("GET /api/fs/download", c.authed(false, c.handleDownload))
+	c.mux.HandleFunc("POST /api/fs/mkdir", c.authed(true, c.handleMkdir))
+	c.mux.HandleFunc("POST /api/fs/rename", c.authed(true, c.handleRename))
+	c.mux.HandleFunc("POST /api/fs/delete", c.authed(true, c.handleDelete))
+	c.mux.HandleFunc("POST /api/fs/uploads", c.authed(true, c.handleUploadStart))
+	c.mux.HandleFunc("PUT /api/fs/uploads/{id}", c.authed(true, c.handleUploadPart))
+	c.mux.HandleFunc("POST /api/fs/uploads/{id}/complete", c.authed(true, c.handleUploadComplete))
+	c.mux.HandleFunc("DELETE /api/fs/uploads/{id}", c.authed(true, c.handleUploadAbort))
 
 	c.mux.HandleFunc("GET /api/keys", c.authed(false, c.handleKeysList))
 	c.mux.HandleFunc("POST /api/keys", c.authed(true, c.handleKeysCreate))
@@ -256,16 +256,6 @@ func (c *Console) authed(mutating bool, h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, ss)))
-	}
-}
-
-func (c *Console) needFS(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if c.cfg.FS == nil {
-			apiError(w, http.StatusServiceUnavailable, "namespace_unavailable", "this console has no namespace client (no metad configured)")
-			return
-		}
-		h(w, r)
 	}
 }
 
@@ -330,8 +320,8 @@ func (c *Console) handleSignIn(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusTooManyRequests, "too_many_attempts", "too many failed sign-ins; wait a few seconds")
 		return
 	}
-	who, err := c.cfg.Keys.Authenticate(r.Context(), strings.TrimSpace(req.AccessKey), req.SecretKey)
-	if errors.Is(err, ErrBadCredentials) {
+	who, err := c.authenticate(r.Context(), strings.TrimSpace(req.AccessKey), req.SecretKey)
+	if errors.Is(err, errBadCredentials) {
 		c.signin.Allow()
 		apiError(w, http.StatusUnauthorized, "bad_credentials", "access key or secret key is wrong")
 		return
@@ -349,6 +339,18 @@ func (c *Console) handleSignIn(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: ss.id, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: c.cfg.SecureCookies, Expires: ss.expires})
 	writeJSON(w, http.StatusOK, sessionResp{AccessKey: who.AccessKey, Admin: who.Admin, CSRFToken: ss.csrf, Expires: ss.expires.UTC()})
+}
+
+// authenticate checks a key pair against the cluster's keys.
+func (c *Console) authenticate(ctx context.Context, accessKey, secret string) (Principal, error) {
+	k, err := c.cfg.FS.Keys().Authenticate(ctx, accessKey, secret)
+	if errors.Is(err, access.ErrNoSuchKey) {
+		return Principal{}, errBadCredentials
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	return Principal{AccessKey: k.ID, Admin: k.Root}, nil
 }
 
 func (c *Console) handleWhoAmI(w http.ResponseWriter, r *http.Request) {

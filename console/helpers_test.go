@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flyfs/flyfs/core/access"
 	"github.com/flyfs/flyfs/core/client"
-	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/rpc"
 )
 
@@ -41,7 +41,6 @@ type rig struct {
 	t     testing.TB
 	con   *Console
 	srv   *httptest.Server
-	keys  KVKeys
 	admin KeyInfo
 	user  KeyInfo // no admin rights
 	clock *clock
@@ -52,22 +51,16 @@ type rigConfig struct {
 	mgmtd []string
 	rc    *rpc.Client
 	fs    *client.FS
-	db    *kv.DB
 	clock bool // use a settable clock (the sampler then sees frozen time)
 }
 
 func newRig(t testing.TB, rc rigConfig) *rig {
 	t.Helper()
-	r := &rig{t: t, keys: KVKeys{DB: rc.db}, fs: rc.fs}
-	ctx := context.Background()
+	r := &rig{t: t, fs: rc.fs}
+	r.admin = r.makeKey(access.Key{Description: "test admin", Root: true})
+	r.user = r.makeKey(access.Key{Description: "data only", Buckets: map[string]access.Permission{"data": access.Read}})
 	var err error
-	if r.admin, err = r.keys.Create(ctx, KeySpec{Description: "test admin", Admin: true}); err != nil {
-		t.Fatal(err)
-	}
-	if r.user, err = r.keys.Create(ctx, KeySpec{Description: "data only", Buckets: []BucketPerm{{Bucket: "data", Read: true}}}); err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Mgmtd: rc.mgmtd, RPC: rc.rc, FS: rc.fs, Keys: r.keys, SampleInterval: 250 * time.Millisecond,
+	cfg := Config{Mgmtd: rc.mgmtd, RPC: rc.rc, FS: rc.fs, SampleInterval: 250 * time.Millisecond,
 		MaxPartBytes: 3 << 20, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if rc.clock {
 		r.clock = &clock{t: time.Now()}
@@ -82,6 +75,24 @@ func newRig(t testing.TB, rc rigConfig) *rig {
 		r.con.Close()
 	})
 	return r
+}
+
+// makeKey stores a key in the cluster and returns it as the API shows it,
+// secret included.
+func (r *rig) makeKey(k access.Key) KeyInfo {
+	r.t.Helper()
+	made, err := r.fs.Keys().Create(context.Background(), k)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	info := keyInfo(*made)
+	info.Secret = made.Secret
+	return info
+}
+
+// authenticates says whether a key pair signs in to the cluster.
+func (r *rig) authenticates(ctx context.Context, accessKey, secret string) (*access.Key, error) {
+	return r.fs.Keys().Authenticate(ctx, accessKey, secret)
 }
 
 // browser is an HTTP client with a cookie jar, like a browser tab.

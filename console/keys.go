@@ -1,10 +1,12 @@
 package console
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
+
+	"github.com/flyfs/flyfs/core/access"
 )
 
 // Principal is who a signed-in session acts as.
@@ -27,8 +29,8 @@ type KeySpec struct {
 	Buckets     []BucketPerm `json:"buckets"`
 }
 
-// KeyInfo is a stored access key. Secret is set only in the answer to
-// Create: it is shown once and never again.
+// KeyInfo is a stored access key as the API shows it. Secret is set only in
+// the answer to a create: it is shown once and never again.
 type KeyInfo struct {
 	AccessKey   string       `json:"accessKey"`
 	Secret      string       `json:"secret,omitempty"`
@@ -38,60 +40,41 @@ type KeyInfo struct {
 	Created     time.Time    `json:"created"`
 }
 
-// Keys is the access-key store the console signs in against and manages.
-// KVKeys is one implementation; the S3 gateway's store can stand in for it.
-type Keys interface {
-	// Authenticate checks a key pair; ErrBadCredentials when it does not match.
-	Authenticate(ctx context.Context, accessKey, secret string) (Principal, error)
-	List(ctx context.Context) ([]KeyInfo, error)
-	Create(ctx context.Context, spec KeySpec) (KeyInfo, error)
-	// SetBuckets replaces a key's per-bucket permissions.
-	SetBuckets(ctx context.Context, accessKey string, perms []BucketPerm) error
-	// Revoke deletes a key; ErrNoSuchKey when it does not exist.
-	Revoke(ctx context.Context, accessKey string) error
+// errBadCredentials: unknown access key or wrong secret (one error for
+// both, so a caller cannot probe which keys exist).
+var errBadCredentials = errors.New("console: access key or secret key is wrong")
+
+// keyInfo is the API's view of a key (secret left out).
+func keyInfo(k access.Key) KeyInfo {
+	info := KeyInfo{AccessKey: k.ID, Description: k.Description, Admin: k.Root, Created: k.Created, Buckets: []BucketPerm{}}
+	for b, p := range k.Buckets {
+		info.Buckets = append(info.Buckets, BucketPerm{Bucket: b, Read: true, Write: p == access.ReadWrite})
+	}
+	sort.Slice(info.Buckets, func(i, j int) bool { return info.Buckets[i].Bucket < info.Buckets[j].Bucket })
+	return info
 }
 
-var (
-	// ErrBadCredentials: unknown access key or wrong secret (one error for
-	// both, so a caller cannot probe which keys exist).
-	ErrBadCredentials = errors.New("console: access key or secret key is wrong")
-	ErrNoSuchKey      = errors.New("console: no such access key")
-)
-
-// ValidateBuckets checks per-bucket permissions: a bucket name S3 would
-// accept (or "*"), each at most once, granting something.
-func ValidateBuckets(perms []BucketPerm) error {
-	seen := map[string]bool{}
+// grants turns the API's permissions into a key's, checking them: a bucket
+// name S3 would accept (or "*"), each at most once, granting something.
+func grants(perms []BucketPerm) (map[string]access.Permission, error) {
+	m := map[string]access.Permission{}
 	for _, p := range perms {
-		if p.Bucket != "*" {
-			if err := validBucket(p.Bucket); err != nil {
-				return err
-			}
+		if p.Bucket != "*" && !access.ValidBucketName(p.Bucket) {
+			return nil, fmt.Errorf("bucket name %q: use 3 to 63 lower-case letters, digits, '.' and '-' (a letter or digit first and last)", p.Bucket)
 		}
-		if seen[p.Bucket] {
-			return fmt.Errorf("bucket %q is listed twice", p.Bucket)
+		if _, dup := m[p.Bucket]; dup {
+			return nil, fmt.Errorf("bucket %q is listed twice", p.Bucket)
 		}
-		seen[p.Bucket] = true
-		if !p.Read && !p.Write {
-			return fmt.Errorf("bucket %q: grant read, write or both (or leave it out)", p.Bucket)
-		}
-	}
-	return nil
-}
-
-// validBucket follows S3's bucket naming rules (3-63 of a-z 0-9 . -,
-// starting and ending with a letter or digit).
-func validBucket(b string) error {
-	if len(b) < 3 || len(b) > 63 {
-		return fmt.Errorf("bucket name %q: want 3 to 63 characters", b)
-	}
-	for i, r := range b {
-		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || (r == '.' || r == '-') && i > 0 && i < len(b)-1
-		if !ok {
-			return fmt.Errorf("bucket name %q: use lower-case letters, digits, '.' and '-' (not first or last)", b)
+		switch {
+		case p.Write:
+			m[p.Bucket] = access.ReadWrite
+		case p.Read:
+			m[p.Bucket] = access.Read
+		default:
+			return nil, fmt.Errorf("bucket %q: grant read, write or both (or leave it out)", p.Bucket)
 		}
 	}
-	return nil
+	return m, nil
 }
 
 func nonNil(p []BucketPerm) []BucketPerm {

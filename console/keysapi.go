@@ -3,18 +3,21 @@ package console
 import (
 	"errors"
 	"net/http"
+
+	"github.com/flyfs/flyfs/core/access"
 )
 
 func (c *Console) handleKeysList(w http.ResponseWriter, r *http.Request) {
-	keys, err := c.cfg.Keys.List(r.Context())
+	keys, err := c.cfg.FS.Keys().List(r.Context())
 	if err != nil {
 		apiError(w, http.StatusServiceUnavailable, "keys_unavailable", "list keys: "+err.Error())
 		return
 	}
-	for i := range keys {
-		keys[i].Secret = "" // never again after creation
+	out := make([]KeyInfo, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, keyInfo(k))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"keys": keys})
+	writeJSON(w, http.StatusOK, map[string]any{"keys": out})
 }
 
 // handleKeysCreate makes a key; the answer is the only place its secret
@@ -24,17 +27,27 @@ func (c *Console) handleKeysCreate(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &spec) {
 		return
 	}
-	if err := ValidateBuckets(spec.Buckets); err != nil {
+	buckets, err := grants(spec.Buckets)
+	if err == nil && len(spec.Description) > 256 {
+		err = errors.New("description: at most 256 bytes")
+	}
+	if err != nil {
 		apiError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
-	k, err := c.cfg.Keys.Create(r.Context(), spec)
+	k, err := c.cfg.FS.Keys().Create(r.Context(), access.Key{Root: spec.Admin, Description: spec.Description, Buckets: buckets})
+	if errors.Is(err, access.ErrInvalid) {
+		apiError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
 	if err != nil {
 		apiError(w, http.StatusServiceUnavailable, "keys_unavailable", "create key: "+err.Error())
 		return
 	}
-	c.log.Info("console: access key created", "key", k.AccessKey, "admin", k.Admin, "by", sessionOf(r).who.AccessKey)
-	writeJSON(w, http.StatusOK, k)
+	info := keyInfo(*k)
+	info.Secret = k.Secret
+	c.log.Info("console: access key created", "key", info.AccessKey, "admin", info.Admin, "by", sessionOf(r).who.AccessKey)
+	writeJSON(w, http.StatusOK, info)
 }
 
 type bucketsReq struct {
@@ -46,13 +59,14 @@ func (c *Console) handleKeysBuckets(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &req) {
 		return
 	}
-	if err := ValidateBuckets(req.Buckets); err != nil {
+	buckets, err := grants(req.Buckets)
+	if err != nil {
 		apiError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
 	key := r.PathValue("key")
-	err := c.cfg.Keys.SetBuckets(r.Context(), key, req.Buckets)
-	if errors.Is(err, ErrNoSuchKey) {
+	err = c.cfg.FS.Keys().SetGrants(r.Context(), key, buckets)
+	if errors.Is(err, access.ErrNoSuchKey) {
 		apiError(w, http.StatusNotFound, "not_found", "no such access key")
 		return
 	}
@@ -68,8 +82,8 @@ func (c *Console) handleKeysBuckets(w http.ResponseWriter, r *http.Request) {
 // (including the caller's own, if it revokes itself).
 func (c *Console) handleKeysRevoke(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
-	err := c.cfg.Keys.Revoke(r.Context(), key)
-	if errors.Is(err, ErrNoSuchKey) {
+	err := c.cfg.FS.Keys().Revoke(r.Context(), key)
+	if errors.Is(err, access.ErrNoSuchKey) {
 		apiError(w, http.StatusNotFound, "not_found", "no such access key")
 		return
 	}

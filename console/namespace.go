@@ -119,9 +119,6 @@ type nsTotals struct {
 
 // namespaceTotals is StatFS for the sampler.
 func (c *Console) namespaceTotals(ctx context.Context) (nsTotals, bool) {
-	if c.cfg.FS == nil {
-		return nsTotals{}, false
-	}
 	t, err := c.namespaceTotalsErr(ctx)
 	return t, err == nil
 }

@@ -5,9 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/routing"
-	"github.com/flyfs/flyfs/core/rpc"
 )
 
 // keepSamples bounds the history behind the live charts.
@@ -28,8 +27,8 @@ type point struct {
 	// I/O served since the previous sample, summed over the nodes that
 	// answered both (a node that restarted in between starts over and is
 	// left out of this one).
-	IO      storageapi.IOCounters `json:"io"`
-	IOKnown bool                  `json:"ioKnown"`
+	IO      client.IOCounters `json:"io"`
+	IOKnown bool              `json:"ioKnown"`
 }
 
 // ratePoint is the per-second change between two consecutive samples.
@@ -59,14 +58,13 @@ type syncProgress struct {
 // nodeStats is the newest Stats answer of every storage node that answered.
 type nodeStats struct {
 	at    time.Time
-	nodes map[routing.NodeID]*storageapi.StatsResp
+	nodes map[routing.NodeID]*client.NodeStats
 	// sync maps a syncing target to the recovery that feeds it.
 	sync map[routing.TargetID]syncProgress
 }
 
 type sampler struct {
-	c  *Console
-	st storageapi.Client
+	c *Console
 
 	mu     sync.Mutex
 	points []point
@@ -77,9 +75,7 @@ type sampler struct {
 	sampled *nodeStats
 }
 
-func newSampler(c *Console, rc *rpc.Client) *sampler {
-	return &sampler{c: c, st: storageapi.Client{RPC: rc}}
-}
+func newSampler(c *Console) *sampler { return &sampler{c: c} }
 
 // sample polls the storage nodes (and the namespace) once.
 func (s *sampler) sample(ctx context.Context) {
@@ -116,28 +112,7 @@ func (s *sampler) sample(ctx context.Context) {
 
 // fetchStats asks every storage node in routing for its stats, in parallel.
 func (s *sampler) fetchStats(ctx context.Context, info *routing.Info) *nodeStats {
-	out := &nodeStats{nodes: map[routing.NodeID]*storageapi.StatsResp{}, sync: map[routing.TargetID]syncProgress{}}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
-	for id, n := range info.Nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			cctx, cancel := context.WithTimeout(ctx, time.Second)
-			defer cancel()
-			st, err := s.st.Stats(cctx, n.Addr)
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			out.nodes[id] = st
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	out := &nodeStats{nodes: s.c.cfg.FS.NodeStats(ctx, info), sync: map[routing.TargetID]syncProgress{}}
 	out.at = s.c.cfg.Now()
 	for _, st := range out.nodes {
 		for _, t := range st.Targets {
@@ -207,8 +182,8 @@ func (s *sampler) series() ([]point, []ratePoint) {
 
 // ioSince sums the I/O each node served between two fetches, over the nodes
 // that answered both in the same incarnation.
-func ioSince(before, after *nodeStats) storageapi.IOCounters {
-	var sum storageapi.IOCounters
+func ioSince(before, after *nodeStats) client.IOCounters {
+	var sum client.IOCounters
 	for id, b := range after.nodes {
 		a, ok := before.nodes[id]
 		if !ok || a.Incarnation != b.Incarnation {

@@ -16,13 +16,14 @@ import (
 	"github.com/flyfs/flyfs/core/kv/memkv"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/flyfs/flyfs/metad"
 	"github.com/flyfs/flyfs/mgmtd"
 )
 
 // bigCluster starts one real mgmtd with n chains of 3 targets on 30 storage
 // nodes that never run (every target ends offline or lastsrv): the routing
 // a console of a cluster with thousands of chains has to page through.
-func bigCluster(tb testing.TB, n int) (addr string, rc *rpc.Client) {
+func bigCluster(tb testing.TB, n int) (addr string, rc *rpc.Client, fs *client.FS) {
 	tb.Helper()
 	db := memkv.Open(kv.Options{})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -61,15 +62,31 @@ func bigCluster(tb testing.TB, n int) (addr string, rc *rpc.Client) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	return l.Addr().String(), rc
+	// A metadata service on the same store holds the access keys.
+	ml, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	md, err := metad.New(metad.Config{KV: db, Logger: quiet, RPC: rpc.Options{Logger: quiet}, Mgmtd: m, Addr: ml.Addr().String()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	go md.Serve(ml)
+	tb.Cleanup(func() { md.Close() })
+	fs, err = client.Dial(ctx, client.Config{Mgmtd: []string{l.Addr().String()}, Logger: quiet})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { fs.Close() })
+	return l.Addr().String(), rc, fs
 }
 
 // TestManyChainsPaged pages through 5000 chains: every chain once, in order
 // (unavailable, then degraded, then ok; by id within each), 1000 at most a page.
 func TestManyChainsPaged(t *testing.T) {
 	const n = 5000
-	addr, rc := bigCluster(t, n)
-	r := newRig(t, rigConfig{mgmtd: []string{addr}, rc: rc, db: memkv.Open(kv.Options{})})
+	addr, rc, fs := bigCluster(t, n)
+	r := newRig(t, rigConfig{mgmtd: []string{addr}, rc: rc, fs: fs})
 	b := r.browser()
 	b.signIn(r.admin)
 	seen := map[uint32]bool{}
@@ -108,8 +125,8 @@ func TestManyChainsPaged(t *testing.T) {
 // cluster through HTTP (routing cached by the console; each call still asks
 // mgmtd whether it is current).
 func BenchmarkChainsPage(bm *testing.B) {
-	addr, rc := bigCluster(bm, 5000)
-	r := newRig(bm, rigConfig{mgmtd: []string{addr}, rc: rc, db: memkv.Open(kv.Options{})})
+	addr, rc, fs := bigCluster(bm, 5000)
+	r := newRig(bm, rigConfig{mgmtd: []string{addr}, rc: rc, fs: fs})
 	b := r.browser()
 	b.signIn(r.admin)
 	var p chainsJSON

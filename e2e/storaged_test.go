@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flyfs/flyfs/cluster"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
-	"github.com/flyfs/flyfs/e2e/harness"
 )
 
 type proc struct {
@@ -52,7 +52,7 @@ func (p *proc) kill() {
 
 // freeAddr reserves an address for a process that may be restarted on it.
 func freeAddr(t *testing.T) string {
-	addr, err := harness.ReservePort()
+	addr, err := cluster.ReservePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flyfs/flyfs/core/access"
 	"github.com/flyfs/flyfs/core/api/metaapi"
 	"github.com/flyfs/flyfs/core/client"
 )
@@ -45,7 +46,7 @@ func (c *bucketCache) drop(bucket string) {
 
 // bucketInode returns a bucket's directory (NoSuchBucket if there is none).
 func (g *Gateway) bucketInode(ctx context.Context, bucket string) (metaapi.Inode, error) {
-	if !validBucketName(bucket) {
+	if !access.ValidBucketName(bucket) {
 		return metaapi.Inode{}, errCode("NoSuchBucket", "")
 	}
 	c := &g.bcache
@@ -99,7 +100,7 @@ func (g *Gateway) listBuckets(w http.ResponseWriter, r *http.Request, rc *reqCtx
 		}
 		for _, e := range ents {
 			after = e.Name
-			if e.Type != metaapi.TypeDir || !validBucketName(e.Name) || !rc.key.seesBucket(e.Name) {
+			if e.Type != metaapi.TypeDir || !access.ValidBucketName(e.Name) || !rc.key.SeesBucket(e.Name) {
 				continue
 			}
 			created := time.Now()
@@ -124,7 +125,7 @@ func (g *Gateway) listBuckets(w http.ResponseWriter, r *http.Request, rc *reqCtx
 
 func (g *Gateway) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
 	ctx := r.Context()
-	if !validBucketName(rc.bucket) {
+	if !access.ValidBucketName(rc.bucket) {
 		return errCode("InvalidBucketName", "The bucket name %q is not valid: 3-63 of a-z 0-9 . -, starting and ending with a letter or digit.", rc.bucket)
 	}
 	if r.ContentLength != 0 && rc.body != nil {

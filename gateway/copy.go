@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/flyfs/flyfs/core/access"
 )
 
 // copySource parses x-amz-copy-source ("[/]bucket/key[?versionId=...]").
@@ -39,7 +41,7 @@ func (g *Gateway) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 	if err != nil {
 		return err
 	}
-	if !rc.key.allows(sb, PermRead) {
+	if !rc.key.Allows(sb, access.Read) {
 		return errCode("AccessDenied", "")
 	}
 	src, err := parseKey(sb, sk)

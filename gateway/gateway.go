@@ -16,9 +16,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flyfs/flyfs/core/access"
 	"github.com/flyfs/flyfs/core/api/metaapi"
 	"github.com/flyfs/flyfs/core/client"
-	"github.com/flyfs/flyfs/core/kv"
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -27,12 +27,10 @@ import (
 type Config struct {
 	// FS is the namespace the gateway serves (required).
 	FS *client.FS
-	// KV holds the access keys (required): the cluster's metadata store, or
-	// any store every gateway of the cluster shares.
-	KV *kv.DB
 	// RootAccessKey/RootSecretKey: the root credential (FLYFS_ACCESS_KEY /
-	// FLYFS_SECRET_KEY). Empty: a root key is generated in the KV store on
-	// the first start and reused after (see Gateway.RootKey).
+	// FLYFS_SECRET_KEY), made the cluster's root key. Empty: the cluster's
+	// root key, drawn on the first start of any role (see Gateway.RootKey).
+	// Access keys are the cluster's, reached through FS.
 	RootAccessKey, RootSecretKey string
 	// Region the gateway answers for (default us-east-1). Signatures for
 	// any region are accepted: clients sign with what they are configured.
@@ -53,8 +51,8 @@ type Gateway struct {
 	cfg     Config
 	fs      *client.FS
 	meta    *client.Meta
-	keys    *KeyStore
-	root    *AccessKey
+	keys    *client.Keys
+	root    *access.Key
 	log     *slog.Logger
 	router  *mux.Router
 	metrics *metrics
@@ -76,8 +74,8 @@ type Gateway struct {
 // hidden staging directories and, without a configured root key, the
 // generated root key.
 func New(cfg Config) (*Gateway, error) {
-	if cfg.FS == nil || cfg.KV == nil {
-		return nil, errors.New("gateway: Config.FS and Config.KV are required")
+	if cfg.FS == nil {
+		return nil, errors.New("gateway: Config.FS is required")
 	}
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
@@ -88,23 +86,23 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	g := &Gateway{cfg: cfg, fs: cfg.FS, meta: cfg.FS.Meta(), keys: NewKeyStore(cfg.KV), log: cfg.Logger, now: cfg.Now, stop: make(chan struct{})}
+	g := &Gateway{cfg: cfg, fs: cfg.FS, meta: cfg.FS.Meta(), keys: cfg.FS.Keys(), log: cfg.Logger, now: cfg.Now, stop: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	var given *access.Key
 	switch {
 	case cfg.RootAccessKey != "" && cfg.RootSecretKey != "":
-		g.root = &AccessKey{ID: cfg.RootAccessKey, Secret: cfg.RootSecretKey, Root: true, Description: "root key from the environment"}
+		given = &access.Key{ID: cfg.RootAccessKey, Secret: cfg.RootSecretKey}
 	case cfg.RootAccessKey != "" || cfg.RootSecretKey != "":
 		return nil, errors.New("gateway: set both the root access key and the root secret key, or neither")
-	default:
-		k, created, err := g.keys.EnsureRoot(ctx)
-		if err != nil {
-			return nil, err
-		}
-		g.root = k
-		if created {
-			g.log.Info("s3 gateway: generated a root access key (shown once; set FLYFS_ACCESS_KEY/FLYFS_SECRET_KEY to use your own)", "access_key", k.ID, "secret_key", k.Secret)
-		}
+	}
+	k, created, err := g.keys.EnsureRoot(ctx, given)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	g.root = k
+	if created && given == nil {
+		g.log.Info("s3 gateway: generated the cluster's root access key (shown once; set FLYFS_ACCESS_KEY/FLYFS_SECRET_KEY to use your own)", "access_key", k.ID, "secret_key", k.Secret)
 	}
 	root, err := g.meta.Resolve(ctx, "/", true)
 	if err != nil {
@@ -130,9 +128,6 @@ func New(cfg Config) (*Gateway, error) {
 // RootKey returns the root credential in force.
 func (g *Gateway) RootKey() (accessKey, secretKey string) { return g.root.ID, g.root.Secret }
 
-// Keys returns the access-key store (for embedding servers and tests).
-func (g *Gateway) Keys() *KeyStore { return g.keys }
-
 // Close stops the gateway's background work. It does not close FS or KV.
 func (g *Gateway) Close() error {
 	g.stopOnce.Do(func() { close(g.stop) })
@@ -145,7 +140,7 @@ type reqCtx struct {
 	id      string
 	op      string
 	start   time.Time
-	key     *AccessKey // nil: anonymous
+	key     *access.Key // nil: anonymous
 	bucket  string
 	object  string
 	sig     *sigRequest
@@ -222,11 +217,6 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.writeError(sw, r, err)
 		return
 	}
-	if strings.HasPrefix(r.URL.Path, "/_flyfs/admin/") {
-		rc.op = "Admin"
-		g.serveAdmin(sw, r, rc)
-		return
-	}
 	// Virtual-host style: the bucket is in the Host; route as path style.
 	if b := g.hostBucket(r.Host); b != "" {
 		r.URL.Path = "/" + b + r.URL.Path
@@ -280,18 +270,12 @@ func (g *Gateway) authenticate(r *http.Request, rc *reqCtx) error {
 	return nil
 }
 
-func (g *Gateway) lookupKey(ctx context.Context, id string) (*AccessKey, error) {
-	if id == g.root.ID {
-		return g.root, nil
-	}
+func (g *Gateway) lookupKey(ctx context.Context, id string) (*access.Key, error) {
 	k, err := g.keys.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if k == nil {
+	if errors.Is(err, access.ErrNoSuchKey) {
 		return nil, errCode("InvalidAccessKeyId", "")
 	}
-	return k, nil
+	return k, err
 }
 
 // setupBody wraps the request body in the decoder its payload mode needs.

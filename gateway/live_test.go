@@ -40,7 +40,7 @@ func startGW(t testing.TB) *liveGW {
 	t.Helper()
 	t.Setenv("AWS_CA_BUNDLE", "")
 	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 4}, ChunkSize: 1 << 20})
-	gw, err := New(Config{FS: c.FS(), KV: c.KV, RootAccessKey: rootAK, RootSecretKey: rootSK, Domains: []string{"localhost"},
+	gw, err := New(Config{FS: c.FS(), RootAccessKey: rootAK, RootSecretKey: rootSK, Domains: []string{"localhost"},
 		Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"net"
 	"strings"
 	"unicode/utf8"
 )
@@ -42,30 +41,6 @@ func (o objectPath) parentPath() string {
 }
 
 func (o objectPath) name() string { return o.segs[len(o.segs)-1] }
-
-// validBucketName applies S3's bucket naming rules (lower case letters,
-// digits, '.', '-'; 3 to 63 bytes; starts and ends with a letter or digit;
-// not an IP address; no "..").
-func validBucketName(b string) bool {
-	if len(b) < 3 || len(b) > 63 {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '-') {
-			return false
-		}
-	}
-	if !isAlnum(b[0]) || !isAlnum(b[len(b)-1]) {
-		return false
-	}
-	if strings.Contains(b, "..") || strings.Contains(b, ".-") || strings.Contains(b, "-.") {
-		return false
-	}
-	return net.ParseIP(b) == nil
-}
-
-func isAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
 
 // parseKey validates a key and splits it. Refused: the empty key, keys over
 // 1024 bytes or with a segment over 255 bytes (KeyTooLongError), invalid

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flyfs/flyfs/core/access"
 	"github.com/flyfs/flyfs/core/api/metaapi"
 	"github.com/flyfs/flyfs/core/client"
 )
@@ -321,7 +322,7 @@ func (g *Gateway) uploadPartCopy(w http.ResponseWriter, r *http.Request, rc *req
 	if err != nil {
 		return err
 	}
-	if !rc.key.allows(sb, PermRead) {
+	if !rc.key.Allows(sb, access.Read) {
 		return errCode("AccessDenied", "")
 	}
 	src, err := parseKey(sb, sk)

@@ -3,6 +3,7 @@ package gateway
 import (
 	"net/http"
 
+	"github.com/flyfs/flyfs/core/access"
 	"github.com/gorilla/mux"
 )
 
@@ -15,7 +16,7 @@ type handler func(w http.ResponseWriter, r *http.Request, rc *reqCtx) error
 // may use it on a public-read bucket.
 type route struct {
 	op         string
-	need       Permission // "" : service level (ListBuckets, CreateBucket)
+	need       access.Permission // "" : service level (ListBuckets, CreateBucket)
 	publicRead bool
 	h          handler
 }
@@ -52,47 +53,47 @@ func (g *Gateway) routes() *mux.Router {
 		r.Handler(g.wrap(rt))
 	}
 	// Objects.
-	add(obj, "PUT", key, route{"UploadPartCopy", PermReadWrite, false, g.uploadPartCopy}, hasQuery("partNumber", "uploadId"), hasHeader("X-Amz-Copy-Source"))
-	add(obj, "PUT", key, route{"UploadPart", PermReadWrite, false, g.uploadPart}, hasQuery("partNumber", "uploadId"))
-	add(obj, "PUT", key, route{"PutObjectTagging", PermReadWrite, false, g.putObjectTagging}, hasQuery("tagging"))
-	add(obj, "PUT", key, route{"RenameObject", PermReadWrite, false, g.renameObject}, hasQuery("renameObject"))
-	add(obj, "PUT", key, route{"PutObjectAcl", PermReadWrite, false, g.notImplemented}, hasQuery("acl"))
-	add(obj, "PUT", key, route{"CopyObject", PermReadWrite, false, g.copyObject}, hasHeader("X-Amz-Copy-Source"))
-	add(obj, "PUT", key, route{"PutObject", PermReadWrite, false, g.putObject})
-	add(obj, "GET", key, route{"ListParts", PermRead, false, g.listParts}, hasQuery("uploadId"))
-	add(obj, "GET", key, route{"GetObjectTagging", PermRead, false, g.getObjectTagging}, hasQuery("tagging"))
-	add(obj, "GET", key, route{"GetObjectAttributes", PermRead, false, g.getObjectAttributes}, hasQuery("attributes"))
-	add(obj, "GET", key, route{"GetObjectAcl", PermRead, false, g.getObjectACL}, hasQuery("acl"))
-	add(obj, "GET", key, route{"GetObject", PermRead, true, g.getObject})
-	add(obj, "HEAD", key, route{"HeadObject", PermRead, true, g.getObject})
-	add(obj, "DELETE", key, route{"AbortMultipartUpload", PermReadWrite, false, g.abortMultipartUpload}, hasQuery("uploadId"))
-	add(obj, "DELETE", key, route{"DeleteObjectTagging", PermReadWrite, false, g.deleteObjectTagging}, hasQuery("tagging"))
-	add(obj, "DELETE", key, route{"DeleteObject", PermReadWrite, false, g.deleteObject})
-	add(obj, "POST", key, route{"CreateMultipartUpload", PermReadWrite, false, g.createMultipartUpload}, hasQuery("uploads"))
-	add(obj, "POST", key, route{"CompleteMultipartUpload", PermReadWrite, false, g.completeMultipartUpload}, hasQuery("uploadId"))
+	add(obj, "PUT", key, route{"UploadPartCopy", access.ReadWrite, false, g.uploadPartCopy}, hasQuery("partNumber", "uploadId"), hasHeader("X-Amz-Copy-Source"))
+	add(obj, "PUT", key, route{"UploadPart", access.ReadWrite, false, g.uploadPart}, hasQuery("partNumber", "uploadId"))
+	add(obj, "PUT", key, route{"PutObjectTagging", access.ReadWrite, false, g.putObjectTagging}, hasQuery("tagging"))
+	add(obj, "PUT", key, route{"RenameObject", access.ReadWrite, false, g.renameObject}, hasQuery("renameObject"))
+	add(obj, "PUT", key, route{"PutObjectAcl", access.ReadWrite, false, g.notImplemented}, hasQuery("acl"))
+	add(obj, "PUT", key, route{"CopyObject", access.ReadWrite, false, g.copyObject}, hasHeader("X-Amz-Copy-Source"))
+	add(obj, "PUT", key, route{"PutObject", access.ReadWrite, false, g.putObject})
+	add(obj, "GET", key, route{"ListParts", access.Read, false, g.listParts}, hasQuery("uploadId"))
+	add(obj, "GET", key, route{"GetObjectTagging", access.Read, false, g.getObjectTagging}, hasQuery("tagging"))
+	add(obj, "GET", key, route{"GetObjectAttributes", access.Read, false, g.getObjectAttributes}, hasQuery("attributes"))
+	add(obj, "GET", key, route{"GetObjectAcl", access.Read, false, g.getObjectACL}, hasQuery("acl"))
+	add(obj, "GET", key, route{"GetObject", access.Read, true, g.getObject})
+	add(obj, "HEAD", key, route{"HeadObject", access.Read, true, g.getObject})
+	add(obj, "DELETE", key, route{"AbortMultipartUpload", access.ReadWrite, false, g.abortMultipartUpload}, hasQuery("uploadId"))
+	add(obj, "DELETE", key, route{"DeleteObjectTagging", access.ReadWrite, false, g.deleteObjectTagging}, hasQuery("tagging"))
+	add(obj, "DELETE", key, route{"DeleteObject", access.ReadWrite, false, g.deleteObject})
+	add(obj, "POST", key, route{"CreateMultipartUpload", access.ReadWrite, false, g.createMultipartUpload}, hasQuery("uploads"))
+	add(obj, "POST", key, route{"CompleteMultipartUpload", access.ReadWrite, false, g.completeMultipartUpload}, hasQuery("uploadId"))
 
 	// Buckets ("/b" and "/b/").
 	for _, p := range []string{"/{bucket}", "/{bucket}/"} {
-		add(m, "PUT", p, route{"PutBucketAcl", PermReadWrite, false, g.putBucketACL}, hasQuery("acl"))
+		add(m, "PUT", p, route{"PutBucketAcl", access.ReadWrite, false, g.putBucketACL}, hasQuery("acl"))
 		for _, sub := range []string{"versioning", "policy", "cors", "lifecycle", "tagging", "encryption", "object-lock", "website", "logging", "notification", "replication", "ownershipControls", "publicAccessBlock", "accelerate", "requestPayment"} {
-			add(m, "PUT", p, route{"PutBucketConfig", PermReadWrite, false, g.notImplemented}, hasQuery(sub))
+			add(m, "PUT", p, route{"PutBucketConfig", access.ReadWrite, false, g.notImplemented}, hasQuery(sub))
 		}
 		add(m, "PUT", p, route{"CreateBucket", "", false, g.createBucket})
-		add(m, "GET", p, route{"GetBucketLocation", PermRead, true, g.getBucketLocation}, hasQuery("location"))
-		add(m, "GET", p, route{"ListMultipartUploads", PermRead, false, g.listMultipartUploads}, hasQuery("uploads"))
-		add(m, "GET", p, route{"GetBucketAcl", PermRead, false, g.getBucketACL}, hasQuery("acl"))
-		add(m, "GET", p, route{"GetBucketVersioning", PermRead, false, g.getBucketVersioning}, hasQuery("versioning"))
-		add(m, "GET", p, route{"ListObjectVersions", PermRead, false, g.notImplemented}, hasQuery("versions"))
+		add(m, "GET", p, route{"GetBucketLocation", access.Read, true, g.getBucketLocation}, hasQuery("location"))
+		add(m, "GET", p, route{"ListMultipartUploads", access.Read, false, g.listMultipartUploads}, hasQuery("uploads"))
+		add(m, "GET", p, route{"GetBucketAcl", access.Read, false, g.getBucketACL}, hasQuery("acl"))
+		add(m, "GET", p, route{"GetBucketVersioning", access.Read, false, g.getBucketVersioning}, hasQuery("versioning"))
+		add(m, "GET", p, route{"ListObjectVersions", access.Read, false, g.notImplemented}, hasQuery("versions"))
 		for sub, code := range map[string]string{"policy": "NoSuchBucketPolicy", "cors": "NoSuchCORSConfiguration", "lifecycle": "NoSuchLifecycleConfiguration",
 			"tagging": "NoSuchTagSet", "encryption": "ServerSideEncryptionConfigurationNotFoundError", "website": "NoSuchWebsiteConfiguration",
 			"object-lock": "ObjectLockConfigurationNotFoundError", "ownershipControls": "OwnershipControlsNotFoundError", "publicAccessBlock": "NoSuchPublicAccessBlockConfiguration"} {
-			add(m, "GET", p, route{"GetBucketConfig", PermRead, false, g.noSuchConfig(code)}, hasQuery(sub))
+			add(m, "GET", p, route{"GetBucketConfig", access.Read, false, g.noSuchConfig(code)}, hasQuery(sub))
 		}
-		add(m, "GET", p, route{"ListObjectsV2", PermRead, true, g.listObjectsV2}, func(r *http.Request, _ *mux.RouteMatch) bool { return r.URL.Query().Get("list-type") == "2" })
-		add(m, "GET", p, route{"ListObjects", PermRead, true, g.listObjectsV1})
-		add(m, "HEAD", p, route{"HeadBucket", PermRead, true, g.headBucket})
-		add(m, "DELETE", p, route{"DeleteBucket", PermReadWrite, false, g.deleteBucket})
-		add(m, "POST", p, route{"DeleteObjects", PermReadWrite, false, g.deleteObjects}, hasQuery("delete"))
+		add(m, "GET", p, route{"ListObjectsV2", access.Read, true, g.listObjectsV2}, func(r *http.Request, _ *mux.RouteMatch) bool { return r.URL.Query().Get("list-type") == "2" })
+		add(m, "GET", p, route{"ListObjects", access.Read, true, g.listObjectsV1})
+		add(m, "HEAD", p, route{"HeadBucket", access.Read, true, g.headBucket})
+		add(m, "DELETE", p, route{"DeleteBucket", access.ReadWrite, false, g.deleteBucket})
+		add(m, "POST", p, route{"DeleteObjects", access.ReadWrite, false, g.deleteObjects}, hasQuery("delete"))
 	}
 	add(m, "GET", "/", route{"ListBuckets", "", false, g.listBuckets})
 	m.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -125,7 +126,7 @@ func (g *Gateway) wrap(rt route) http.Handler {
 }
 
 func (g *Gateway) authorize(r *http.Request, rc *reqCtx, rt route) error {
-	if rc.bucket != "" && !validBucketName(rc.bucket) && rt.op != "CreateBucket" {
+	if rc.bucket != "" && !access.ValidBucketName(rc.bucket) && rt.op != "CreateBucket" {
 		// A name no bucket can have: report it as missing, as S3 does.
 		return errCode("NoSuchBucket", "")
 	}
@@ -136,12 +137,12 @@ func (g *Gateway) authorize(r *http.Request, rc *reqCtx, rt route) error {
 		return errCode("AccessDenied", "Anonymous access is refused: sign the request, or make the bucket public-read.")
 	}
 	if rt.need == "" {
-		if rt.op == "CreateBucket" && !rc.key.allows(rc.bucket, PermReadWrite) {
+		if rt.op == "CreateBucket" && !rc.key.Allows(rc.bucket, access.ReadWrite) {
 			return errCode("AccessDenied", "")
 		}
 		return nil
 	}
-	if !rc.key.allows(rc.bucket, rt.need) {
+	if !rc.key.Allows(rc.bucket, rt.need) {
 		return errCode("AccessDenied", "")
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/flyfs/flyfs/metad/keys"
 	"github.com/flyfs/flyfs/metad/ns"
 	"github.com/fxamacker/cbor/v2"
 )
@@ -118,6 +119,7 @@ func New(cfg Config) (*Server, error) {
 	rpc.Handle(s.rpc, metaapi.MethodSetLayout, s.setLayout)
 	rpc.Handle(s.rpc, metaapi.MethodGetLayout, s.getLayout)
 	rpc.Handle(s.rpc, metaapi.MethodFsck, s.fsck)
+	s.serveKeys(keys.New(cfg.KV))
 	return s, nil
 }
 

@@ -1,3 +1,4 @@
-// Package posix is the FUSE mount (go-fuse) and the native async zero-copy API,
-// both on core/client. Built by the POSIX issue.
+// Package posix holds the POSIX front ends, both on core/client: fusefs, the
+// FUSE mount (go-fuse); native, the async zero-copy ring API beside it; and
+// conformance, POSIX checks run through real system calls on a live mount.
 package posix

@@ -1,4 +1,6 @@
-// Package storaged is the storage service: the per-disk chunk engine and CRAQ
-// replication along chains, and recovery of a returning target. Built by the
-// chunk-storage issue.
+// Package storaged is the storage service: a chunk engine per disk
+// (storaged/engine), CRAQ replication along chains (the write path in
+// write.go, reads in read.go), recovery of a returning target (resync.go),
+// repair of corrupt replicas and the scrub. The version rules, the recovery
+// plan and the forward-retry decisions are pure functions in storaged/craq.
 package storaged

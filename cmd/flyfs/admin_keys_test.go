@@ -1,33 +1,22 @@
 package main
 
 import (
-	"io"
-	"log/slog"
-	"net/http/httptest"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/flyfs/flyfs/core/access"
 	"github.com/flyfs/flyfs/e2e/harness"
-	"github.com/flyfs/flyfs/gateway"
 )
 
-// flyfs admin keys against a live gateway: create, list, revoke, and the
-// refusal without the root key.
+// flyfs admin keys against a live cluster: create, list, revoke, refusals
+// of bad input and of a wrong cluster token.
 func TestAdminKeys(t *testing.T) {
 	c := harness.StartFS(t, harness.FSConfig{})
-	gw, err := gateway.New(gateway.Config{FS: c.FS(), KV: c.KV, RootAccessKey: "CMDROOT", RootSecretKey: "cmd-root-secret",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gw.Close()
-	srv := httptest.NewServer(gw)
-	defer srv.Close()
-	t.Setenv("FLYFS_ACCESS_KEY", "CMDROOT")
-	t.Setenv("FLYFS_SECRET_KEY", "cmd-root-secret")
 	keys := func(args ...string) (string, error) {
-		return run(t, append([]string{"admin", "keys", "--endpoint", srv.URL}, args...)...)
+		return run(t, append([]string{"admin", "keys", "--mgmtd", strings.Join(c.MgmtdAddrs(), ","), "--token", c.Token}, args...)...)
 	}
 	out, err := keys("create", "--bucket", "data=readwrite", "--bucket", "*=read", "--uid", "1000", "--gid", "100", "--description", "ci")
 	if err != nil {
@@ -37,8 +26,8 @@ func TestAdminKeys(t *testing.T) {
 	if m == nil {
 		t.Fatalf("create printed %q", out)
 	}
-	k, err := gw.Keys().Get(t.Context(), m[1])
-	if err != nil || k == nil || k.Secret != m[2] || k.UID != 1000 || k.Buckets["data"] != gateway.PermReadWrite || k.Buckets["*"] != gateway.PermRead {
+	k, err := c.FS().Keys().Get(t.Context(), m[1])
+	if err != nil || k.Secret != m[2] || k.UID != 1000 || k.Buckets["data"] != access.ReadWrite || k.Buckets["*"] != access.Read {
 		t.Fatalf("stored key: %v %+v", err, k)
 	}
 	out, err = keys("list")
@@ -48,17 +37,28 @@ func TestAdminKeys(t *testing.T) {
 	if out, err = keys("revoke", m[1]); err != nil {
 		t.Fatalf("revoke: %v\n%s", err, out)
 	}
-	if k, _ := gw.Keys().Get(t.Context(), m[1]); k != nil {
-		t.Fatal("revoked key still stored")
+	// Another client sees the revoke within a second (its cache's life).
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		_, err := c.FS().Keys().Authenticate(t.Context(), m[1], m[2])
+		if errors.Is(err, access.ErrNoSuchKey) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the revoked key still authenticates after 3 s: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	if _, err := keys("revoke", m[1]); err == nil || !strings.Contains(err.Error(), "404") {
+	if _, err := keys("revoke", m[1]); err == nil || !strings.Contains(err.Error(), "no such access key") {
 		t.Fatalf("revoking twice: %v", err)
 	}
 	if _, err := keys("create", "--bucket", "x=write"); err == nil {
 		t.Fatal("a bad permission was accepted")
 	}
-	t.Setenv("FLYFS_SECRET_KEY", "wrong")
-	if _, err := keys("list"); err == nil || !strings.Contains(err.Error(), "403") {
-		t.Fatalf("wrong root secret: %v", err)
+	if out, err := keys("create", "--bucket", "Not_A_Bucket=read"); err == nil || !strings.Contains(err.Error(), "not a valid bucket name") {
+		t.Fatalf("a bad bucket name: %v\n%s", err, out)
+	}
+	if _, err := run(t, "admin", "keys", "--mgmtd", strings.Join(c.MgmtdAddrs(), ","), "--token", "wrong", "--timeout", "2s", "list"); err == nil {
+		t.Fatal("listed keys with a wrong cluster token")
 	}
 }

@@ -3,11 +3,11 @@ package main
 import (
 	"time"
 
-	"github.com/flyfs/flyfs/core/kv/kvbench"
-	"github.com/flyfs/flyfs/core/rpc/rpcbench"
-	"github.com/flyfs/flyfs/e2e/metabench"
-	"github.com/flyfs/flyfs/e2e/recoverybench"
-	"github.com/flyfs/flyfs/storaged/storagebench"
+	"github.com/flyfs/flyfs/bench/vs/chain"
+	"github.com/flyfs/flyfs/bench/vs/kvtxn"
+	"github.com/flyfs/flyfs/bench/vs/metaops"
+	"github.com/flyfs/flyfs/bench/vs/recovery"
+	"github.com/flyfs/flyfs/bench/vs/rpccall"
 	"github.com/spf13/cobra"
 )
 
@@ -15,6 +15,16 @@ func benchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure flyfs parts against their baselines, side by side in one run",
+		Long: `Two kinds of benchmark:
+
+  comparisons, each running one part of flyfs and its baseline side by side in one
+  run and printing both with the ratio and its target:
+    kv, rpc, engine, storage, recovery, meta, fuse, s3-gateway
+  loads, which measure any target they are pointed at (a mounted path, an S3
+  endpoint, a cluster) with a progress bar, latency percentiles and --json:
+    fs, s3, mdtest
+
+Each subcommand's help names what it compares against.`,
 	}
 	cmd.AddCommand(benchKVCmd(), benchRPCCmd(), benchStorageCmd(), benchRecoveryCmd(), benchMetaCmd())
 	cmd.AddCommand(extraBenchCommands...)
@@ -22,7 +32,7 @@ func benchCmd() *cobra.Command {
 }
 
 func benchKVCmd() *cobra.Command {
-	var cfg kvbench.Config
+	var cfg kvtxn.Config
 	cmd := &cobra.Command{
 		Use:   "kv",
 		Short: "Pebble engine transactions/s against raw Pebble batch commits (same sync setting)",
@@ -35,7 +45,7 @@ func benchKVCmd() *cobra.Command {
 			if err := bindEnv(cmd); err != nil {
 				return err
 			}
-			_, err := kvbench.Run(cmd.Context(), cfg, cmd.OutOrStdout())
+			_, err := kvtxn.Run(cmd.Context(), cfg, cmd.OutOrStdout())
 			return err
 		},
 	}
@@ -47,7 +57,7 @@ func benchKVCmd() *cobra.Command {
 }
 
 func benchRPCCmd() *cobra.Command {
-	var cfg rpcbench.Config
+	var cfg rpccall.Config
 	cmd := &cobra.Command{
 		Use:   "rpc",
 		Short: "RPC small-call rate and payload throughput against a raw TCP loop",
@@ -59,7 +69,7 @@ a raw TCP loop moving the same bytes. Target: payload throughput >= 0.6x raw TCP
 			if err := bindEnv(cmd); err != nil {
 				return err
 			}
-			_, err := rpcbench.Run(cmd.Context(), cfg, cmd.OutOrStdout())
+			_, err := rpccall.Run(cmd.Context(), cfg, cmd.OutOrStdout())
 			return err
 		},
 	}
@@ -68,7 +78,7 @@ a raw TCP loop moving the same bytes. Target: payload throughput >= 0.6x raw TCP
 }
 
 func benchStorageCmd() *cobra.Command {
-	var cfg storagebench.Config
+	var cfg chain.Config
 	cmd := &cobra.Command{
 		Use:   "storage",
 		Short: "Chunk storage: one engine vs a CRAQ chain of 3 on loopback; 4 KiB reads batched vs not",
@@ -82,7 +92,7 @@ Targets: chain writes >= 0.28x one engine; spread reads >= 1.0x one engine.`,
 			if err := bindEnv(cmd); err != nil {
 				return err
 			}
-			_, err := storagebench.Run(cmd.Context(), cfg, cmd.OutOrStdout())
+			_, err := chain.Run(cmd.Context(), cfg, cmd.OutOrStdout())
 			return err
 		},
 	}
@@ -94,7 +104,7 @@ Targets: chain writes >= 0.28x one engine; spread reads >= 1.0x one engine.`,
 }
 
 func benchRecoveryCmd() *cobra.Command {
-	var cfg recoverybench.Config
+	var cfg recovery.Config
 	cmd := &cobra.Command{
 		Use:   "recovery",
 		Short: "Rebuild of a replaced target vs the chain's write rate, with a foreground read load",
@@ -107,7 +117,7 @@ keeps meanwhile. Targets: rebuild >= 0.5x write rate; reads >= 0.5x of before.`,
 			if err := bindEnv(cmd); err != nil {
 				return err
 			}
-			_, err := recoverybench.Run(cmd.Context(), cfg, cmd.OutOrStdout())
+			_, err := recovery.Run(cmd.Context(), cfg, cmd.OutOrStdout())
 			return err
 		},
 	}
@@ -119,7 +129,7 @@ keeps meanwhile. Targets: rebuild >= 0.5x write rate; reads >= 0.5x of before.`,
 }
 
 func benchMetaCmd() *cobra.Command {
-	var cfg metabench.Config
+	var cfg metaops.Config
 	cmd := &cobra.Command{
 		Use:   "meta",
 		Short: "Namespace operations and file I/O through the client, next to the local file system",
@@ -134,7 +144,7 @@ create >= 0.1x local.`,
 			if err := bindEnv(cmd); err != nil {
 				return err
 			}
-			_, err := metabench.Run(cmd.Context(), cfg, cmd.OutOrStdout())
+			_, err := metaops.Run(cmd.Context(), cfg, cmd.OutOrStdout())
 			return err
 		},
 	}

@@ -2,14 +2,14 @@ package main
 
 import (
 	"github.com/flyfs/flyfs/bench"
-	"github.com/flyfs/flyfs/bench/fsbench"
+	"github.com/flyfs/flyfs/bench/load/files"
 	"github.com/spf13/cobra"
 )
 
 func init() { extraBenchCommands = append(extraBenchCommands, benchFSCmd()) }
 
 func benchFSCmd() *cobra.Command {
-	cfg := fsbench.Defaults()
+	cfg := files.Defaults()
 	big, block, small, randSize := bench.Size(cfg.BigSize), bench.Size(cfg.BlockSize), bench.Size(cfg.SmallSize), bench.Size(cfg.RandSize)
 	var asJSON bool
 	progress := "auto"
@@ -51,7 +51,7 @@ goes to stderr when it is a terminal.`,
 			}
 			cfg.Dir, cfg.Progress = args[0], pw
 			cfg.BigSize, cfg.BlockSize, cfg.SmallSize, cfg.RandSize = int64(big), int64(block), int64(small), int64(randSize)
-			rep, err := fsbench.Run(cmd.Context(), cfg)
+			rep, err := files.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}

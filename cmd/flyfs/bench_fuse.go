@@ -3,14 +3,14 @@ package main
 import (
 	"time"
 
-	"github.com/flyfs/flyfs/posix/fusebench"
+	"github.com/flyfs/flyfs/bench/vs/fusemount"
 	"github.com/spf13/cobra"
 )
 
 func init() { extraBenchCommands = append(extraBenchCommands, benchFuseCmd()) }
 
 func benchFuseCmd() *cobra.Command {
-	var cfg fusebench.Config
+	var cfg fusemount.Config
 	var sizeMiB int64
 	cmd := &cobra.Command{
 		Use:   "fuse",
@@ -29,7 +29,7 @@ Needs root (direct mounts) and /dev/fuse.`,
 				return err
 			}
 			cfg.Size = sizeMiB << 20
-			_, err := fusebench.Run(cmd.Context(), cfg, cmd.OutOrStdout())
+			_, err := fusemount.Run(cmd.Context(), cfg, cmd.OutOrStdout())
 			return err
 		},
 	}

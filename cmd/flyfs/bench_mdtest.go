@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/flyfs/flyfs/bench"
-	"github.com/flyfs/flyfs/bench/mdbench"
+	"github.com/flyfs/flyfs/bench/load/mdtest"
 	"github.com/spf13/cobra"
 )
 
@@ -12,7 +12,7 @@ func init() { extraBenchCommands = append(extraBenchCommands, benchMdtestCmd()) 
 // `flyfs bench meta` stays the in-process comparison against the local file
 // system that earlier work measures with.
 func benchMdtestCmd() *cobra.Command {
-	cfg := mdbench.Defaults()
+	cfg := mdtest.Defaults()
 	var asJSON bool
 	progress := "auto"
 	cmd := &cobra.Command{
@@ -43,7 +43,7 @@ compares it with the local file system.`,
 				return err
 			}
 			cfg.Progress = pw
-			rep, err := mdbench.Run(cmd.Context(), cfg)
+			rep, err := mdtest.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}

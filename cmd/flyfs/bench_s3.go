@@ -2,14 +2,14 @@ package main
 
 import (
 	"github.com/flyfs/flyfs/bench"
-	"github.com/flyfs/flyfs/bench/s3bench"
+	"github.com/flyfs/flyfs/bench/load/objects"
 	"github.com/spf13/cobra"
 )
 
 func init() { extraBenchCommands = append(extraBenchCommands, benchS3Cmd()) }
 
 func benchS3Cmd() *cobra.Command {
-	cfg := s3bench.Defaults()
+	cfg := objects.Defaults()
 	size := bench.Size(cfg.Size)
 	var asJSON bool
 	progress := "auto"
@@ -42,7 +42,7 @@ FLYFS_ACCESS_KEY and FLYFS_SECRET_KEY can stand in for the key flags.`,
 				return err
 			}
 			cfg.Size, cfg.Progress = int64(size), pw
-			rep, err := s3bench.Run(cmd.Context(), cfg)
+			rep, err := objects.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}

@@ -19,7 +19,7 @@ import (
 func TestBenchS3JSON(t *testing.T) {
 	t.Setenv("AWS_CA_BUNDLE", "")
 	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 2}, ChunkSize: 1 << 20})
-	gw, err := gateway.New(gateway.Config{FS: c.FS(), KV: c.KV, RootAccessKey: "AK", RootSecretKey: "SK",
+	gw, err := gateway.New(gateway.Config{FS: c.FS(), RootAccessKey: "AK", RootSecretKey: "SK",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

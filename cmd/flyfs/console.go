@@ -9,14 +9,11 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/flyfs/flyfs/console"
 	"github.com/flyfs/flyfs/core/client"
-	"github.com/flyfs/flyfs/core/kv/kvopen"
-	"github.com/flyfs/flyfs/gateway"
 	"github.com/spf13/cobra"
 )
 
@@ -27,12 +24,9 @@ type consoleOptions struct {
 	mgmtds     []string
 	token      string
 	addr       string
-	kvc        kvopen.Config
-	dataDir    string
 	sessionTTL time.Duration
 	tlsCert    string
 	tlsKey     string
-	noFS       bool
 }
 
 func consoleCmd() *cobra.Command {
@@ -44,10 +38,9 @@ func consoleCmd() *cobra.Command {
 services, capacity, chains and target states, recovery progress, the namespace
 browser and access keys, on --console-addr.
 
-Access keys are the S3 gateway's, in the cluster's KV store (--kv and its flags,
-as for metad; use etcd or fdb when the store is shared with the gateways). Sign in
-with the root key or a key with admin rights; keys made here work for S3. When the
-store holds no root key, one is created and printed once at start.
+Access keys are the cluster's, kept by the metadata service: sign in with the root
+key or a key with admin rights; keys made here work for S3. When the cluster has
+no root key yet, one is drawn and printed once at start.
 
 With --tls-cert and --tls-key the console serves HTTPS and marks its session
 cookie Secure; otherwise serve it on a loopback address or behind a TLS proxy.`,
@@ -65,12 +58,9 @@ cookie Secure; otherwise serve it on a loopback address or behind a TLS proxy.`,
 	f.StringSliceVar(&o.mgmtds, "mgmtd", []string{"127.0.0.1:9000"}, "cluster manager addresses, comma-separated")
 	f.StringVar(&o.token, "token", "", "cluster token")
 	f.StringVar(&o.addr, "console-addr", "127.0.0.1:9400", "address to serve the console on")
-	addKVFlags(f, &o.kvc)
-	f.StringVar(&o.dataDir, "data", "flyfs-console", "pebble: directory of the KV store holding access keys")
 	f.DurationVar(&o.sessionTTL, "session-ttl", 8*time.Hour, "how long a sign-in lasts")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM)")
 	f.StringVar(&o.tlsKey, "tls-key", "", "the certificate's private key (PEM)")
-	f.BoolVar(&o.noFS, "no-namespace", false, "do not connect to metad (no namespace browser)")
 	return cmd
 }
 
@@ -79,42 +69,24 @@ func runConsole(ctx context.Context, o consoleOptions, cmd *cobra.Command) error
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return errors.New("give both --tls-cert and --tls-key, or neither")
 	}
-	if o.kvc.Engine == "" || o.kvc.Engine == "pebble" {
-		o.kvc.Dir = filepath.Join(o.dataDir, "meta")
-		if err := os.MkdirAll(o.kvc.Dir, 0o755); err != nil {
-			return err
-		}
-	}
-	db, err := kvopen.Open(ctx, o.kvc)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	// The S3 gateway's key store (shared through the KV store): the root
-	// key and keys with admin rights sign in; keys made here work for S3.
-	store := gateway.NewKeyStore(db)
-	keys := consoleKeys{store: store}
-	if k, created, err := store.EnsureRoot(ctx); err != nil {
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	fs, err := client.Dial(dctx, client.Config{Mgmtd: o.mgmtds, Token: o.token, Logger: log})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connect to the cluster at %v: %w", o.mgmtds, err)
+	}
+	defer fs.Close()
+	if k, created, err := fs.Keys().EnsureRoot(ctx, nil); err != nil {
 		return fmt.Errorf("access keys: %w", err)
 	} else if created {
 		fmt.Fprintf(out, "created the root access key (the secret is shown only now):\n  access key %s\n  secret key %s\n", k.ID, k.Secret)
-	}
-	var fs *client.FS
-	if !o.noFS {
-		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		fs, err = client.Dial(dctx, client.Config{Mgmtd: o.mgmtds, Token: o.token, Logger: log})
-		cancel()
-		if err != nil {
-			return fmt.Errorf("connect to the cluster (or pass --no-namespace): %w", err)
-		}
-		defer fs.Close()
 	}
 	l, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
 	}
-	con, err := console.New(console.Config{Mgmtd: o.mgmtds, Token: o.token, FS: fs, Keys: keys, SessionTTL: o.sessionTTL,
+	con, err := console.New(console.Config{Mgmtd: o.mgmtds, Token: o.token, FS: fs, SessionTTL: o.sessionTTL,
 		SecureCookies: o.tlsCert != "", Advertise: l.Addr().String(), Logger: log})
 	if err != nil {
 		l.Close()

@@ -9,12 +9,10 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/flyfs/flyfs/core/client"
-	"github.com/flyfs/flyfs/core/kv/kvopen"
 	"github.com/flyfs/flyfs/gateway"
 	"github.com/spf13/cobra"
 )
@@ -25,8 +23,6 @@ type gatewayOptions struct {
 	mgmtd     []string
 	token     string
 	s3Addr    string
-	dataDir   string
-	kvc       kvopen.Config
 	accessKey string
 	secretKey string
 	region    string
@@ -41,12 +37,11 @@ func gatewayCmd() *cobra.Command {
 		Long: `Serve the cluster's namespace over the S3 API: a bucket is a top-level directory,
 an object key the path below it (docs/s3-mapping.md).
 
-Access keys live in a KV store (--kv; with etcd or fdb it is the cluster's
-own store, so every gateway sees the same keys; with pebble a store of this
-gateway's own under --data). The root key comes from --access-key/--secret-key
-(FLYFS_ACCESS_KEY/FLYFS_SECRET_KEY); without them one is generated on the first
-start, printed once, and kept in the store. Manage further keys with
-'flyfs admin keys --endpoint http://<s3-addr>' signed by the root key.
+Access keys are the cluster's, kept by the metadata service, so every gateway
+and the console see the same keys. The root key comes from --access-key/
+--secret-key (FLYFS_ACCESS_KEY/FLYFS_SECRET_KEY); without them the cluster's
+root key is used, drawn once by whichever role starts first and printed by it.
+Manage further keys with 'flyfs admin keys'.
 
 Metrics: GET /_flyfs/metrics on the same address.`,
 		Args: cobra.NoArgs,
@@ -63,8 +58,6 @@ Metrics: GET /_flyfs/metrics on the same address.`,
 	f.StringSliceVar(&o.mgmtd, "mgmtd", nil, "cluster manager address(es), comma separated (required)")
 	f.StringVar(&o.token, "token", "", "cluster token")
 	f.StringVar(&o.s3Addr, "s3-addr", "127.0.0.1:9300", "address to serve S3 on")
-	f.StringVar(&o.dataDir, "data", "flyfs-gateway", "pebble: directory of the access-key store")
-	addKVFlags(f, &o.kvc)
 	f.StringVar(&o.accessKey, "access-key", "", "root access key (env FLYFS_ACCESS_KEY); empty: generated on the first start")
 	f.StringVar(&o.secretKey, "secret-key", "", "root secret key (env FLYFS_SECRET_KEY)")
 	f.StringVar(&o.region, "region", "us-east-1", "region the gateway reports")
@@ -77,17 +70,6 @@ func runGateway(ctx context.Context, o gatewayOptions, cmd *cobra.Command) error
 	if len(o.mgmtd) == 0 {
 		return errors.New("--mgmtd is required")
 	}
-	if o.kvc.Engine == "" || o.kvc.Engine == "pebble" {
-		o.kvc.Dir = filepath.Join(o.dataDir, "keys")
-		if err := os.MkdirAll(o.kvc.Dir, 0o700); err != nil {
-			return err
-		}
-	}
-	db, err := kvopen.Open(ctx, o.kvc)
-	if err != nil {
-		return fmt.Errorf("access-key store: %w", err)
-	}
-	defer db.Close()
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	fs, err := client.Dial(dctx, client.Config{Mgmtd: o.mgmtd, Token: o.token, Logger: log})
 	cancel()
@@ -95,7 +77,7 @@ func runGateway(ctx context.Context, o gatewayOptions, cmd *cobra.Command) error
 		return fmt.Errorf("reach the cluster at %v: %w", o.mgmtd, err)
 	}
 	defer fs.Close()
-	gw, err := gateway.New(gateway.Config{FS: fs, KV: db, RootAccessKey: o.accessKey, RootSecretKey: o.secretKey,
+	gw, err := gateway.New(gateway.Config{FS: fs, RootAccessKey: o.accessKey, RootSecretKey: o.secretKey,
 		Region: o.region, Domains: o.domains, Logger: log})
 	if err != nil {
 		return err

@@ -62,6 +62,7 @@ func Dial(ctx context.Context, cfg Config) (*FS, error) {
 		}
 	}
 	fs := NewFS(src, rc, metads, NewChunkIO(src, rc, cfg.RetryFor))
+	fs.mgmtd = src.Mgmtd()
 	fs.setMetad(rotate(metads, fs.clientID))
 	switch {
 	case cfg.InodeTTL < 0:
@@ -87,6 +88,10 @@ func Dial(ctx context.Context, cfg Config) (*FS, error) {
 	fs.closers = append(fs.closers, func() { rc.Close() }, src.Close, func() { stop(); <-done; <-done })
 	return fs, nil
 }
+
+// Mgmtd is the client of the cluster managers this FS was dialed through
+// (nil for an FS over routing of its own).
+func (fs *FS) Mgmtd() *Mgmtd { return fs.mgmtd }
 
 // waitForMetad asks mgmtd for live metad until one is registered (a cluster
 // that is starting up) or ctx ends (default bound 30 s).

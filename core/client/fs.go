@@ -24,6 +24,8 @@ type FS struct {
 	routing  routing.Source
 	clientID uint64
 	cache    *inodeCache
+	keys     *Keys
+	mgmtd    *Mgmtd // nil when routing does not come from mgmtd
 	// MetaRetry bounds how long a metadata call keeps trying while no metad
 	// answers (a restart, a failover); the caller's deadline can cut it short.
 	MetaRetry time.Duration
@@ -41,6 +43,7 @@ func (fs *FS) SetInodeTTL(d time.Duration) { fs.cache = newInodeCache(d, 1<<20) 
 func NewFS(src routing.Source, rc *rpc.Client, metadAddrs []string, chunks *ChunkIO) *FS {
 	fs := &FS{rc: rc, chunks: chunks, routing: src, clientID: chunks.clientID,
 		cache: newInodeCache(DefaultInodeTTL, 1<<20), MetaRetry: 10 * time.Second}
+	fs.keys = &Keys{fs: fs, cache: map[string]cachedKey{}}
 	fs.setMetad(metadAddrs)
 	return fs
 }

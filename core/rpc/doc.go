@@ -41,7 +41,7 @@
 // BorrowPayload when it does not keep its request payload (storage writes),
 // and call ReleasePayload on a response payload you are done with. Fresh
 // memory costs zeroing, page faults and GC work, so on the bulk data path
-// this roughly doubles throughput (see rpcbench).
+// this roughly doubles throughput (flyfs bench rpc measures it).
 //
 // Deadlines and cancellation: the caller's context deadline is sent with the
 // request as a relative timeout and bounds the handler's context; when the

@@ -7,13 +7,14 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"testing"
 )
 
 // FindChunkBlock scans a storage node's data files (diskDir/data/*) for the
 // one block holding the chunk whose content starts with head, and returns
 // the file and offset; blocks start at multiples of 64 KiB, the smallest
 // block size (see storaged/engine's layout). Fault tests flip bytes there.
-func FindChunkBlock(tb TB, diskDir string, head []byte) (string, int64) {
+func FindChunkBlock(tb testing.TB, diskDir string, head []byte) (string, int64) {
 	tb.Helper()
 	files, _ := filepath.Glob(filepath.Join(diskDir, "data", "*"))
 	sort.Strings(files)

@@ -1,5 +1,8 @@
-// Package harness runs flyfs services in-process on loopback ports and temp
-// directories, for tests that kill, restart and cut them off.
+// Package harness wraps the in-process cluster (package cluster) for tests:
+// a testing.TB instead of errors, cleanup at the end of the test, and the
+// fault hooks (stop and restart a role, cut and slow the links between
+// parties through Network). StartStorage is the one rig of its own:
+// storaged with routing the test sets by hand, for tests that play mgmtd.
 package harness
 
 import (
@@ -10,8 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"testing"
 	"time"
 
+	"github.com/flyfs/flyfs/cluster"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
@@ -26,6 +31,14 @@ var quietLog = func() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }()
 
+func reserve(tb testing.TB) string {
+	addr, err := cluster.ReservePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return addr
+}
+
 // StorageConfig shapes a storage cluster.
 type StorageConfig struct {
 	Nodes    int  // storage services; default 3
@@ -38,7 +51,7 @@ type StorageConfig struct {
 
 // StorageCluster is N storaged on loopback with a routing table the test sets.
 type StorageCluster struct {
-	tb      TB
+	tb      testing.TB
 	cfg     StorageConfig
 	Routing *routing.Static
 	Net     *Network
@@ -60,7 +73,7 @@ type StorageNode struct {
 }
 
 // StartStorage starts the cluster and stops it when the test ends.
-func StartStorage(tb TB, cfg StorageConfig) *StorageCluster {
+func StartStorage(tb testing.TB, cfg StorageConfig) *StorageCluster {
 	tb.Helper()
 	if cfg.Nodes <= 0 {
 		cfg.Nodes = 3
@@ -125,7 +138,7 @@ func (c *StorageCluster) Start(i int) error {
 	if err != nil {
 		return err
 	}
-	l, err := listenAgain(n.Addr) // the port may linger briefly after a kill
+	l, err := cluster.Listen(n.Addr) // the port may linger briefly after a kill
 	if err != nil {
 		srv.Close()
 		return err

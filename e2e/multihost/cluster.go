@@ -1,7 +1,6 @@
 package multihost
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -175,7 +174,7 @@ func Start(t testing.TB, cfg Config) *Cluster {
 		c.startMount()
 	}
 	if cfg.Gateway {
-		c.startGateway(kvFlags)
+		c.startGateway()
 	}
 	return c
 }
@@ -458,23 +457,13 @@ func mounted(dir string) bool {
 	return false
 }
 
-// GatewayBuilt reports whether the binary has a working `flyfs gateway`.
-func GatewayBuilt(bin string) bool {
-	out, _ := exec.Command(bin, "gateway", "--help").CombinedOutput()
-	return !bytes.Contains(out, []byte("Not built yet")) && !bytes.Contains(out, []byte("unknown command"))
-}
-
-// startGateway runs `flyfs gateway` on its own host with fixed root keys.
-func (c *Cluster) startGateway(kvFlags []string) {
+// startGateway runs `flyfs gateway` on its own host with a fixed root key.
+func (c *Cluster) startGateway() {
 	c.t.Helper()
-	if !GatewayBuilt(c.Bin) {
-		c.t.Log("flyfs gateway is not built yet: running without the S3 gateway")
-		return
-	}
 	h := c.Net.AddHost("gateway")
 	c.AccessKey, c.SecretKey = "FFMULTIHOST"+strings.ToUpper(c.Net.id), "secret-"+c.Net.id+"-multihost-key"
-	c.GatewayP = c.proc("gateway", h, append([]string{"gateway", "--mgmtd", c.MgmtdList(), "--token", c.Token,
-		"--s3-addr", h.Addr(gatewayPort), "--access-key", c.AccessKey, "--secret-key", c.SecretKey}, kvFlags...)...)
+	c.GatewayP = c.proc("gateway", h, "gateway", "--mgmtd", c.MgmtdList(), "--token", c.Token,
+		"--s3-addr", h.Addr(gatewayPort), "--access-key", c.AccessKey, "--secret-key", c.SecretKey)
 	c.GatewayP.Start()
 	c.waitListening(c.GatewayP, h.Addr(gatewayPort))
 	c.GatewayURL = "http://" + h.Addr(gatewayPort)

@@ -14,13 +14,12 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/flyfs/flyfs/e2e/harness"
+	"github.com/flyfs/flyfs/cluster"
 	"github.com/flyfs/flyfs/posix/fusefs"
 )
 
 var (
 	mountDir   string // the shared mount
-	cluster    *harness.FSCluster
 	skipReason string
 )
 
@@ -43,16 +42,14 @@ func run(m *testing.M) (code int) {
 		return 1
 	}
 	defer os.RemoveAll(scratch)
-	tb := harness.NewBenchTB(filepath.Join(scratch, "cluster"))
-	defer func() {
-		if r := recover(); r != nil {
-			fmt.Fprintln(os.Stderr, "conformance: setting up the cluster:", r)
-			code = 1
-		}
-		tb.Close()
-	}()
 	// Small chunks, so ordinary test sizes cross chunk boundaries.
-	cluster = harness.StartFS(tb, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 4, NoSync: true}, ChunkSize: 64 << 10})
+	c, err := cluster.Start(context.Background(), cluster.Config{Dir: filepath.Join(scratch, "cluster"), NoSync: true,
+		Nodes: 1, Replicas: 1, Chains: 4, Metads: 1, ChunkSize: 64 << 10, Stripe: 4, GCGrace: -1})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conformance: setting up the cluster:", err)
+		return 1
+	}
+	defer c.Close()
 	// The mount point's parents must be searchable by the other user the
 	// permission tests run as.
 	mountDir = filepath.Join(scratch, "mnt")
@@ -61,7 +58,12 @@ func run(m *testing.M) (code int) {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	mnt, err := fusefs.Mount(context.Background(), cluster.FS(), mountDir, fusefs.Options{AllowOther: true})
+	fs, err := c.FS(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conformance:", err)
+		return 1
+	}
+	mnt, err := fusefs.Mount(context.Background(), fs, mountDir, fusefs.Options{AllowOther: true})
 	if err != nil {
 		if os.Getuid() != 0 {
 			skipReason = fmt.Sprintf("cannot mount FUSE as a non-root user here: %v", err)

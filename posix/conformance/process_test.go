@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flyfs/flyfs/cluster"
 	"github.com/flyfs/flyfs/core/client"
-	"github.com/flyfs/flyfs/e2e/harness"
 )
 
 // proc is a child process whose output goes to a log file.
@@ -118,11 +118,11 @@ func TestTwoMountProcesses(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build flyfs: %v\n%s", err, out)
 	}
-	mgmtd, err := harness.ReservePort()
+	mgmtd, err := cluster.ReservePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	metad, err := harness.ReservePort()
+	metad, err := cluster.ReservePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/flyfs/flyfs/posix/fusebench"
+	"github.com/flyfs/flyfs/bench/vs/fusemount"
 	"github.com/flyfs/flyfs/posix/fusefs"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -191,7 +191,7 @@ func mountLoopback(dir, mnt string, logw io.Writer, passthrough bool) (*loopback
 			return nil, err
 		}
 	}
-	newRoot := fusebench.NewDaemonLoopback
+	newRoot := fusemount.NewDaemonLoopback
 	if passthrough {
 		newRoot = fs.NewLoopbackRoot
 	}

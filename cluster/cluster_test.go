@@ -1,0 +1,119 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/flyfs/flyfs/core/client"
+)
+
+func quickConfig(dir string) Config {
+	return Config{Dir: dir, NoSync: true, Nodes: 2, Replicas: 2, Chains: 2, Metads: 1,
+		HeartbeatTimeout: time.Second, ScanInterval: 150 * time.Millisecond, GCGrace: -1}
+}
+
+func writeFile(t *testing.T, fs *client.FS, path string, data []byte) {
+	t.Helper()
+	ctx := context.Background()
+	f, err := fs.Create(ctx, path, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, fs *client.FS, path string) []byte {
+	t.Helper()
+	f, err := fs.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, 0, int64(f.Size())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A cluster keeps its id, its chains and its data across a stop of one
+// storage node and across a restart of the whole cluster on its directory:
+// what `flyfs server` does at every start.
+func TestRestartKeepsIDChainsAndData(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := Start(ctx, quickConfig(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, fresh := c.ID()
+	if id == "" || !fresh {
+		t.Fatalf("a new cluster: id %q fresh %v", id, fresh)
+	}
+	fs, err := c.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("flyfs"), 100_000)
+	writeFile(t, fs, "/kept", data)
+
+	c.StopNode(1)
+	if c.Storage(1) != nil {
+		t.Fatal("a stopped node still has a server")
+	}
+	if err := c.StartNode(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReadable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, fs, "/kept"); !bytes.Equal(got, data) {
+		t.Fatalf("read %d bytes after a node restart, want %d", len(got), len(data))
+	}
+	info, err := c.Routing(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chains := len(info.Chains)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	c, err = Start(ctx, quickConfig(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if again, fresh := c.ID(); again != id || fresh {
+		t.Fatalf("after a restart: id %q fresh %v, want %q and not fresh", again, fresh, id)
+	}
+	if info, _ := c.Routing(ctx); len(info.Chains) != chains {
+		t.Fatalf("%d chains after a restart, want the %d made at first", len(info.Chains), chains)
+	}
+	fs, err = c.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, fs, "/kept"); !bytes.Equal(got, data) {
+		t.Fatalf("read %d bytes after a cluster restart, want %d", len(got), len(data))
+	}
+}
+
+func TestConfigRefusals(t *testing.T) {
+	ctx := context.Background()
+	if _, err := Start(ctx, Config{}); err == nil {
+		t.Error("a cluster without a directory started")
+	}
+	if _, err := Start(ctx, Config{Dir: t.TempDir(), Nodes: 1, Replicas: 2}); err == nil {
+		t.Error("a cluster with more replicas than nodes started")
+	}
+}

@@ -1,0 +1,93 @@
+package cluster
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/flyfs/flyfs/core/kv"
+)
+
+// Config shapes an in-process cluster. Zero values take the defaults named
+// beside each field.
+type Config struct {
+	// Dir holds every role's state (required); see the package doc.
+	Dir string
+	// KV is the store mgmtd and metad share; nil opens Pebble under
+	// Dir/meta, closed again at Close. A given store is the caller's to
+	// close.
+	KV *kv.DB
+	// MetaKV, when set, is metad's store instead of KV (tests give metad a
+	// store with fault injection while mgmtd keeps a clean one).
+	MetaKV *kv.DB
+	// NoSync acknowledges writes before they reach the disk (storage, and
+	// the Pebble store the cluster opens).
+	NoSync bool
+	// Token is the cluster token every peer presents.
+	Token string
+
+	// Mgmtds is the number of cluster managers (default 1), at MgmtdAddrs
+	// (missing ones are reserved with ReservePort).
+	Mgmtds     int
+	MgmtdAddrs []string
+	// HeartbeatTimeout is T (default 3 s); ScanInterval is how often the
+	// primary scans the chains (default mgmtd's).
+	HeartbeatTimeout time.Duration
+	ScanInterval     time.Duration
+
+	// Nodes is the number of storage nodes (default 1), at NodeAddrs.
+	Nodes     int
+	NodeAddrs []string
+	// Chains (default 8) of Replicas targets each (default 1, at most
+	// Nodes) are created when the cluster has none: on the first start.
+	Chains, Replicas int
+	// ForwardTimeout and ResyncBytesPerSec tune storaged (default: its own).
+	ForwardTimeout    time.Duration
+	ResyncBytesPerSec int64
+
+	// Metads is the number of metadata services (0: none), at MetadAddrs.
+	Metads     int
+	MetadAddrs []string
+	// ChunkSize and Stripe lay out new files where a directory does not say
+	// (default: metad's, 1 MiB over up to 16 chains).
+	ChunkSize, Stripe uint32
+	// GCGrace is how long removed files keep their chunks (0: metad's
+	// default of 5 minutes; negative: none). GCInterval and ReapEvery tune
+	// metad's GC and session reaping (default: metad's).
+	GCGrace    time.Duration
+	GCInterval time.Duration
+	ReapEvery  time.Duration
+
+	// Network, when set, carries every connection the roles dial.
+	Network Network
+	// Logger receives every role's log (default: discarded).
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Dir == "" {
+		return c, errors.New("cluster: no state directory (Config.Dir)")
+	}
+	if c.Mgmtds <= 0 {
+		c.Mgmtds = 1
+	}
+	if c.Nodes <= 0 {
+		c.Nodes = 1
+	}
+	if c.Chains <= 0 {
+		c.Chains = 8
+	}
+	if c.Replicas <= 0 {
+		c.Replicas = 1
+	}
+	if c.Replicas > c.Nodes {
+		return c, errors.New("cluster: more replicas per chain than storage nodes")
+	}
+	if c.HeartbeatTimeout <= 0 {
+		c.HeartbeatTimeout = 3 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}

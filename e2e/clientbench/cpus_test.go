@@ -1,5 +1,0 @@
-package clientbench
-
-import "runtime"
-
-var numCPU = runtime.NumCPU()

@@ -1,0 +1,125 @@
+package keys
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/flyfs/flyfs/core/access"
+	"github.com/flyfs/flyfs/core/kv"
+	"github.com/flyfs/flyfs/core/kv/memkv"
+)
+
+func TestStoreLifecycle(t *testing.T) {
+	ctx := context.Background()
+	s := New(memkv.Open(kv.Options{}))
+	k, err := s.Create(ctx, access.Key{UID: 7, Buckets: map[string]access.Permission{"data": access.Read}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !access.ValidKeyID(k.ID) || len(k.Secret) != 40 || k.Created.IsZero() {
+		t.Fatalf("drawn key %+v", k)
+	}
+	got, err := s.Get(ctx, k.ID)
+	if err != nil || got.Secret != k.Secret || got.UID != 7 {
+		t.Fatalf("get: %+v %v", got, err)
+	}
+	if _, err := s.Create(ctx, access.Key{ID: k.ID, Secret: "another-secret"}); !errors.Is(err, access.ErrKeyExists) {
+		t.Fatalf("a second key of one id: %v", err)
+	}
+	if _, err := s.Create(ctx, access.Key{Buckets: map[string]access.Permission{"BAD": access.Read}}); !errors.Is(err, access.ErrInvalid) {
+		t.Fatalf("a bad grant: %v", err)
+	}
+	if err := s.SetGrants(ctx, k.ID, map[string]access.Permission{"*": access.ReadWrite}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Get(ctx, k.ID); len(got.Buckets) != 1 || got.Buckets["*"] != access.ReadWrite {
+		t.Fatalf("grants after set: %+v", got.Buckets)
+	}
+	if err := s.SetGrants(ctx, "FLYNONE", nil); !errors.Is(err, access.ErrNoSuchKey) {
+		t.Fatalf("grants of a missing key: %v", err)
+	}
+	list, err := s.List(ctx)
+	if err != nil || len(list) != 1 || list[0].ID != k.ID {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	if err := s.Revoke(ctx, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Revoke(ctx, k.ID); !errors.Is(err, access.ErrNoSuchKey) {
+		t.Fatalf("revoke twice: %v", err)
+	}
+	if _, err := s.Get(ctx, k.ID); !errors.Is(err, access.ErrNoSuchKey) {
+		t.Fatalf("get after revoke: %v", err)
+	}
+}
+
+func TestEnsureRoot(t *testing.T) {
+	ctx := context.Background()
+	s := New(memkv.Open(kv.Options{}))
+	first, created, err := s.EnsureRoot(ctx, nil)
+	if err != nil || !created || !first.Root {
+		t.Fatalf("first: %+v %v %v", first, created, err)
+	}
+	again, created, err := s.EnsureRoot(ctx, nil)
+	if err != nil || created || again.ID != first.ID || again.Secret != first.Secret {
+		t.Fatalf("second: %+v %v %v", again, created, err)
+	}
+	// A root credential from the environment becomes the root key, and a
+	// restart with it changes nothing.
+	given := &access.Key{ID: "admin", Secret: "admin-secret"}
+	env, created, err := s.EnsureRoot(ctx, given)
+	if err != nil || !created || env.ID != "admin" || !env.Root {
+		t.Fatalf("given: %+v %v %v", env, created, err)
+	}
+	if _, created, err := s.EnsureRoot(ctx, given); err != nil || created {
+		t.Fatalf("given again: %v %v", created, err)
+	}
+	if k, _, err := s.EnsureRoot(ctx, nil); err != nil || k.ID != "admin" {
+		t.Fatalf("without the environment after it: %+v %v", k, err)
+	}
+	// A changed secret in the environment replaces the stored one.
+	if k, created, err := s.EnsureRoot(ctx, &access.Key{ID: "admin", Secret: "new-secret"}); err != nil || !created || k.Secret != "new-secret" {
+		t.Fatalf("new secret: %+v %v %v", k, created, err)
+	}
+	// A revoked generated root key is reported, not silently redrawn.
+	s2 := New(memkv.Open(kv.Options{}))
+	gen, _, _ := s2.EnsureRoot(ctx, nil)
+	s2.Revoke(ctx, gen.ID)
+	if _, _, err := s2.EnsureRoot(ctx, nil); err == nil {
+		t.Fatal("a revoked root key came back without a word")
+	}
+}
+
+// Under injected KV faults, including commits that report "maybe committed"
+// after they did commit, every call still ends in one key each.
+func TestStoreUnderFaults(t *testing.T) {
+	ctx := context.Background()
+	db := memkv.Open(kv.Options{Faults: &kv.Faults{ReadRate: 0.1, CommitRate: 0.3, Seed: 7}})
+	s := New(db)
+	made := map[string]bool{}
+	for i := 0; i < 50; i++ {
+		k, err := s.Create(ctx, access.Key{Buckets: map[string]access.Permission{"data": access.Read}})
+		if err != nil {
+			t.Fatalf("create %d: %v", i, err)
+		}
+		made[k.ID] = true
+	}
+	root, _, err := s.EnsureRoot(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != len(made)+1 {
+		t.Fatalf("%d keys stored, want %d", len(list), len(made)+1)
+	}
+	if again, _, err := s.EnsureRoot(ctx, nil); err != nil || again.ID != root.ID {
+		t.Fatalf("root changed under faults: %v", err)
+	}
+	if c := db.FaultCounts(); c.MaybeCommitted == 0 {
+		t.Fatalf("no ambiguous commit was injected: %+v", c)
+	}
+}
