@@ -1,12 +1,14 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/flyfs/flyfs/core/access"
+	"github.com/flyfs/flyfs/core/api/metaapi"
 )
 
 // copySource parses x-amz-copy-source ("[/]bucket/key[?versionId=...]").
@@ -29,6 +31,36 @@ func copySource(v string) (bucket, key string, err error) {
 	return bucket, key, nil
 }
 
+// copySourceObject resolves the request's X-Amz-Copy-Source as a GET of it
+// would be checked: a bucket that is one (a valid name, an existing top-level
+// directory: never the staging area or another directory at the top), read
+// permission on it, a valid key, and the source's preconditions
+// (x-amz-copy-source-if-*).
+func (g *Gateway) copySourceObject(ctx context.Context, r *http.Request, rc *reqCtx) (objectPath, metaapi.Inode, *objectMeta, error) {
+	sb, sk, err := copySource(r.Header.Get("X-Amz-Copy-Source"))
+	if err != nil {
+		return objectPath{}, metaapi.Inode{}, nil, err
+	}
+	if !rc.key.Allows(sb, access.Read) {
+		return objectPath{}, metaapi.Inode{}, nil, errCode("AccessDenied", "")
+	}
+	if _, err := g.bucketInode(ctx, sb); err != nil {
+		return objectPath{}, metaapi.Inode{}, nil, err
+	}
+	src, err := parseKey(sb, sk)
+	if err != nil {
+		return objectPath{}, metaapi.Inode{}, nil, err
+	}
+	sin, som, err := g.statPath(ctx, src)
+	if err != nil {
+		return objectPath{}, metaapi.Inode{}, nil, err
+	}
+	if err := checkReadConditions(r.Header, etagFor(sin, som), time.Unix(0, sin.Mtime), "X-Amz-Copy-Source-"); err != nil {
+		return objectPath{}, metaapi.Inode{}, nil, err
+	}
+	return src, sin, som, nil
+}
+
 // copyObject is CopyObject: the source's bytes are staged and published as
 // a PUT's are; a copy onto itself changes only the metadata.
 func (g *Gateway) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
@@ -37,25 +69,11 @@ func (g *Gateway) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 	if err != nil {
 		return err
 	}
-	sb, sk, err := copySource(r.Header.Get("X-Amz-Copy-Source"))
-	if err != nil {
-		return err
-	}
-	if !rc.key.Allows(sb, access.Read) {
-		return errCode("AccessDenied", "")
-	}
-	src, err := parseKey(sb, sk)
-	if err != nil {
-		return err
-	}
-	sin, som, err := g.statPath(ctx, src)
+	src, sin, som, err := g.copySourceObject(ctx, r, rc)
 	if err != nil {
 		return err
 	}
 	setag := etagFor(sin, som)
-	if err := checkReadConditions(r.Header, setag, time.Unix(0, sin.Mtime), "X-Amz-Copy-Source-"); err != nil {
-		return err
-	}
 	if _, err := g.bucketInode(ctx, rc.bucket); err != nil {
 		return err
 	}

@@ -17,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/flyfs/flyfs/core/access"
 	"github.com/flyfs/flyfs/core/api/metaapi"
 	"github.com/flyfs/flyfs/core/client"
 )
@@ -318,22 +317,8 @@ func (g *Gateway) uploadPartCopy(w http.ResponseWriter, r *http.Request, rc *req
 	if err != nil {
 		return err
 	}
-	sb, sk, err := copySource(r.Header.Get("X-Amz-Copy-Source"))
+	_, sin, _, err := g.copySourceObject(ctx, r, rc)
 	if err != nil {
-		return err
-	}
-	if !rc.key.Allows(sb, access.Read) {
-		return errCode("AccessDenied", "")
-	}
-	src, err := parseKey(sb, sk)
-	if err != nil {
-		return err
-	}
-	sin, som, err := g.statPath(ctx, src)
-	if err != nil {
-		return err
-	}
-	if err := checkReadConditions(r.Header, etagFor(sin, som), time.Unix(0, sin.Mtime), "X-Amz-Copy-Source-"); err != nil {
 		return err
 	}
 	size := int64(sin.Length)

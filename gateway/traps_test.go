@@ -329,3 +329,54 @@ func TestLiveMinioClient(t *testing.T) {
 	}
 	_ = credentials.NewStaticCredentialsProvider
 }
+
+// A copy source is checked as any read of it: a top-level directory that is
+// not a bucket (a POSIX user's, or one whose name S3 refuses) and the
+// gateway's staging area are no source, even for a key that may read every
+// bucket.
+func TestLiveCopySourceMustBeABucket(t *testing.T) {
+	l := startGW(t)
+	ctx := context.Background()
+	root := l.root(t)
+	mustBucket(t, root, "dst")
+	mustBucket(t, root, "src")
+	mustPut(t, root, "src", "ok.txt", []byte("public"))
+	if err := l.fs.MkdirAll(ctx, "/Private_Data", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := l.fs.Create(ctx, "/Private_Data/secret.txt", 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("secret"), 0)
+	f.Close()
+	k, err := l.fs.Keys().Create(ctx, access.Key{Buckets: map[string]access.Permission{"*": access.Read, "dst": access.ReadWrite}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := l.sdk(t, k.ID, k.Secret)
+	up, err := kc.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("dst"), Key: aws.String("parts")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{"Private_Data/secret.txt", ".flyfs-s3/staging/x", "src/../Private_Data/secret.txt", "src/%2e%2e/Private_Data/secret.txt"} {
+		_, err := kc.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("dst"), Key: aws.String("stolen"), CopySource: aws.String(src)})
+		if err == nil {
+			t.Errorf("CopyObject from %q was accepted", src)
+		}
+		_, err = kc.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: aws.String("dst"), Key: aws.String("parts"), UploadId: up.UploadId,
+			PartNumber: aws.Int32(1), CopySource: aws.String(src)})
+		if err == nil {
+			t.Errorf("UploadPartCopy from %q was accepted", src)
+		}
+	}
+	if _, err := kc.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("dst"), Key: aws.String("stolen")}); errCodeOf(err) != "NotFound" {
+		t.Errorf("something was copied: %v", err)
+	}
+	if _, err := kc.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("dst"), Key: aws.String("fine"), CopySource: aws.String("src/ok.txt")}); err != nil {
+		t.Errorf("a copy from a bucket the key may read: %v", err)
+	}
+	if _, err := kc.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("dst"), Key: aws.String("x"), CopySource: aws.String("Private_Data/secret.txt")}); errCodeOf(err) != "NoSuchBucket" {
+		t.Errorf("a non-bucket source answers %q, want NoSuchBucket", errCodeOf(err))
+	}
+}
