@@ -22,9 +22,17 @@ test:
 run: build
 	$(BIN) server --data $(DATA)
 
+# Every comparison of a part against its baseline (bench/vs/...). fuse needs
+# root and /dev/fuse; the whole run takes a while and needs some GiB of disk.
 bench: build
 	$(BIN) bench kv
 	$(BIN) bench rpc
+	$(BIN) bench engine
+	$(BIN) bench storage
+	$(BIN) bench recovery
+	$(BIN) bench meta
+	$(BIN) bench fuse
+	$(BIN) bench s3-gateway
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 60s ./core/rpc
