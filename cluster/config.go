@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"time"
@@ -23,8 +25,10 @@ type Config struct {
 	// NoSync acknowledges writes before they reach the disk (storage, and
 	// the Pebble store the cluster opens).
 	NoSync bool
-	// Token is the cluster token every peer presents.
-	Token string
+	// Token is the cluster token every peer presents; empty draws a random
+	// one for this run, unless InsecureNoToken asks for none at all.
+	Token           string
+	InsecureNoToken bool
 
 	// Mgmtds is the number of cluster managers (default 1), at MgmtdAddrs
 	// (missing ones are reserved with ReservePort).
@@ -88,6 +92,14 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case c.InsecureNoToken && c.Token != "":
+		return c, errors.New("cluster: a token and InsecureNoToken")
+	case !c.InsecureNoToken && c.Token == "":
+		b := make([]byte, 32)
+		rand.Read(b)
+		c.Token = hex.EncodeToString(b)
 	}
 	return c, nil
 }

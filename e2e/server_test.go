@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/flyfs/flyfs/cluster"
 	"github.com/flyfs/flyfs/core/client"
 )
 
@@ -29,7 +31,23 @@ func TestServerProcessAndAdminFsck(t *testing.T) {
 	p := start()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	fs, err := client.Dial(ctx, client.Config{Mgmtd: []string{mgmtd}})
+	// The server draws its cluster token on the first start, readable by
+	// its owner only, and refuses clients without it.
+	tokenFile := filepath.Join(dir, cluster.TokenFile)
+	if st, err := os.Stat(tokenFile); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v %v", st, err)
+	}
+	token, err := cluster.ReadToken(tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Dial(ctx, client.Config{Mgmtd: []string{mgmtd}}); err == nil || !strings.Contains(err.Error(), "missing cluster token") {
+		t.Fatalf("a client without the token: %v", err)
+	}
+	if _, err := client.Dial(ctx, client.Config{Mgmtd: []string{mgmtd}, Token: "wrong"}); err == nil || !strings.Contains(err.Error(), "wrong cluster token") {
+		t.Fatalf("a client with a wrong token: %v", err)
+	}
+	fs, err := client.Dial(ctx, client.Config{Mgmtd: []string{mgmtd}, Token: token})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +68,7 @@ func TestServerProcessAndAdminFsck(t *testing.T) {
 	fs.Close()
 
 	fsck := func() string {
-		out, err := exec.Command(bin, "admin", "--mgmtd", mgmtd, "--timeout", "30s", "fsck").CombinedOutput()
+		out, err := exec.Command(bin, "admin", "--mgmtd", mgmtd, "--token-file", tokenFile, "--timeout", "30s", "fsck").CombinedOutput()
 		if err != nil {
 			t.Fatalf("flyfs admin fsck: %v\n%s", err, out)
 		}
@@ -62,7 +80,10 @@ func TestServerProcessAndAdminFsck(t *testing.T) {
 
 	p.kill()
 	start()
-	fs, err = client.Dial(ctx, client.Config{Mgmtd: []string{mgmtd}})
+	if again, _ := cluster.ReadToken(tokenFile); again != token {
+		t.Fatalf("the token changed across a restart: %q, was %q", again, token)
+	}
+	fs, err = client.Dial(ctx, client.Config{Mgmtd: []string{mgmtd}, Token: token})
 	if err != nil {
 		t.Fatal(err)
 	}

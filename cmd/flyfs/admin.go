@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"slices"
 	"strconv"
@@ -23,7 +24,8 @@ import (
 // adminOptions are the flags every admin subcommand shares.
 type adminOptions struct {
 	addrs   []string
-	token   string
+	tok     tokenOptions
+	token   string // resolved by setup
 	timeout time.Duration
 }
 
@@ -37,27 +39,36 @@ are sent to the primary, found by following redirects).`,
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringSliceVar(&o.addrs, "mgmtd", []string{"127.0.0.1:9000"}, "cluster manager addresses, comma-separated")
-	pf.StringVar(&o.token, "token", "", "cluster token")
+	addTokenFlags(pf, &o.tok)
 	pf.DurationVar(&o.timeout, "timeout", 10*time.Second, "give up after this long")
 	cmd.AddCommand(adminNodesCmd(o), adminChainsCmd(o), adminCreateChainsCmd(o), adminHoldCmd(o, true), adminHoldCmd(o, false))
-	for _, mk := range extraAdminCommands {
-		cmd.AddCommand(mk(o))
-	}
+	cmd.AddCommand(adminFsckCmd(o), adminKeysCmd(o))
 	return cmd
 }
 
 // connect reads the environment into unset flags and returns a caller of
 // the cluster managers, bounded by --timeout; done releases it.
 func (o *adminOptions) connect(cmd *cobra.Command) (ctx context.Context, m *client.Mgmtd, done func(), err error) {
-	if err := bindEnv(cmd); err != nil {
+	if err := o.setup(cmd); err != nil {
 		return nil, nil, nil, err
-	}
-	if len(o.addrs) == 0 {
-		return nil, nil, nil, errors.New("no --mgmtd address")
 	}
 	rc := rpc.NewClient(rpc.Options{Token: o.token, DialTimeout: 2 * time.Second})
 	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 	return ctx, client.NewMgmtd(rc, o.addrs), func() { cancel(); rc.Close() }, nil
+}
+
+// setup reads the environment into unset flags, checks --mgmtd and finds
+// the cluster token.
+func (o *adminOptions) setup(cmd *cobra.Command) error {
+	if err := bindEnv(cmd); err != nil {
+		return err
+	}
+	if len(o.addrs) == 0 {
+		return errors.New("no --mgmtd address")
+	}
+	t, err := o.tok.resolve("flyfs admin", slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
+	o.token = t
+	return err
 }
 
 // adminRouting fetches the newest routing from any mgmtd.

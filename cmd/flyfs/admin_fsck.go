@@ -1,14 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/spf13/cobra"
 )
-
-func init() { extraAdminCommands = append(extraAdminCommands, adminFsckCmd) }
 
 // adminFsckCmd checks the namespace through a metad found via mgmtd; the KV
 // store itself may be locked by a running server, so the check runs there.
@@ -19,11 +16,8 @@ func adminFsckCmd(o *adminOptions) *cobra.Command {
 		Short: "Check the namespace: every entry names a live inode, nlink counts match, no orphans",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := bindEnv(cmd); err != nil {
+			if err := o.setup(cmd); err != nil {
 				return err
-			}
-			if len(o.addrs) == 0 {
-				return errors.New("no --mgmtd address")
 			}
 			ctx := cmd.Context()
 			fs, err := client.Dial(ctx, client.Config{Mgmtd: o.addrs, Token: o.token, Metad: metads, MetaRetry: o.timeout})

@@ -14,8 +14,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { extraAdminCommands = append(extraAdminCommands, adminKeysCmd) }
-
 // adminKeysCmd manages the cluster's access keys, which metad keeps: the
 // CLI reaches them through the client, authorised by the cluster token.
 func adminKeysCmd(o *adminOptions) *cobra.Command {
@@ -27,11 +25,8 @@ sign in to the console with. They are kept by the metadata service; this command
 reaches it through the cluster managers (--mgmtd) with the cluster token.`,
 	}
 	with := func(cmd *cobra.Command, f func(fs *client.FS) error) error {
-		if err := bindEnv(cmd); err != nil {
+		if err := o.setup(cmd); err != nil {
 			return err
-		}
-		if len(o.addrs) == 0 {
-			return errors.New("no --mgmtd address")
 		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 		defer cancel()

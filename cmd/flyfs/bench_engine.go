@@ -8,8 +8,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { extraBenchCommands = append(extraBenchCommands, benchEngineCmd()) }
-
 func benchEngineCmd() *cobra.Command {
 	var cfg chunkengine.Config
 	var noSync bool

@@ -6,8 +6,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { extraBenchCommands = append(extraBenchCommands, benchFSCmd()) }
-
 func benchFSCmd() *cobra.Command {
 	cfg := files.Defaults()
 	big, block, small, randSize := bench.Size(cfg.BigSize), bench.Size(cfg.BlockSize), bench.Size(cfg.SmallSize), bench.Size(cfg.RandSize)

@@ -7,8 +7,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { extraBenchCommands = append(extraBenchCommands, benchFuseCmd()) }
-
 func benchFuseCmd() *cobra.Command {
 	var cfg fusemount.Config
 	var sizeMiB int64

@@ -1,18 +1,19 @@
 package main
 
 import (
+	"log/slog"
+
 	"github.com/flyfs/flyfs/bench"
 	"github.com/flyfs/flyfs/bench/load/mdtest"
 	"github.com/spf13/cobra"
 )
-
-func init() { extraBenchCommands = append(extraBenchCommands, benchMdtestCmd()) }
 
 // benchMdtestCmd is the user-facing metadata benchmark of a live cluster.
 // `flyfs bench meta` stays the in-process comparison against the local file
 // system that earlier work measures with.
 func benchMdtestCmd() *cobra.Command {
 	cfg := mdtest.Defaults()
+	var tok tokenOptions
 	var asJSON bool
 	progress := "auto"
 	cmd := &cobra.Command{
@@ -38,6 +39,11 @@ compares it with the local file system.`,
 			if err := bindEnv(cmd); err != nil {
 				return err
 			}
+			token, err := tok.resolve("flyfs bench mdtest", slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
+			if err != nil {
+				return err
+			}
+			cfg.Token = token
 			pw, err := bench.ProgressWriter(progress, cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -55,7 +61,7 @@ compares it with the local file system.`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&cfg.Mgmtd, "mgmtd", nil, "cluster manager addresses, comma-separated (required)")
-	f.StringVar(&cfg.Token, "token", "", "cluster token")
+	addTokenFlags(f, &tok)
 	f.IntVar(&cfg.Clients, "clients", cfg.Clients, "separate client connections")
 	f.IntVar(&cfg.Threads, "threads", cfg.Threads, "workers per client")
 	f.IntVarP(&cfg.Files, "files", "n", cfg.Files, "files per worker")

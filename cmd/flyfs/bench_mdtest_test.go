@@ -11,9 +11,7 @@ import (
 )
 
 func TestBenchMdtestJSON(t *testing.T) {
-	// First, while no earlier run in this process has set --mgmtd (the
-	// command is built once, at init, so flag values stay between runs).
-	if _, err := run(t, "bench", "mdtest"); err == nil || !strings.Contains(err.Error(), "--mgmtd") {
+	if _, err := run(t, "bench", "mdtest", "--token", "x"); err == nil || !strings.Contains(err.Error(), "--mgmtd") {
 		t.Errorf("no --mgmtd: %v", err)
 	}
 	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 2}})

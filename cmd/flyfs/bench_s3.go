@@ -6,8 +6,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { extraBenchCommands = append(extraBenchCommands, benchS3Cmd()) }
-
 func benchS3Cmd() *cobra.Command {
 	cfg := objects.Defaults()
 	size := bench.Size(cfg.Size)

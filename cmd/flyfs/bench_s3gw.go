@@ -5,8 +5,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { extraBenchCommands = append(extraBenchCommands, benchS3GatewayCmd()) }
-
 func benchS3GatewayCmd() *cobra.Command {
 	var cfg s3gateway.Config
 	cmd := &cobra.Command{

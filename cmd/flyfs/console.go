@@ -17,12 +17,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { extraCommands = append(extraCommands, consoleCmd()) }
-
 // consoleOptions configure a stand-alone console.
 type consoleOptions struct {
 	mgmtds     []string
-	token      string
+	tok        tokenOptions
 	addr       string
 	sessionTTL time.Duration
 	tlsCert    string
@@ -56,7 +54,7 @@ cookie Secure; otherwise serve it on a loopback address or behind a TLS proxy.`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.mgmtds, "mgmtd", []string{"127.0.0.1:9000"}, "cluster manager addresses, comma-separated")
-	f.StringVar(&o.token, "token", "", "cluster token")
+	addTokenFlags(f, &o.tok)
 	f.StringVar(&o.addr, "console-addr", "127.0.0.1:9400", "address to serve the console on")
 	f.DurationVar(&o.sessionTTL, "session-ttl", 8*time.Hour, "how long a sign-in lasts")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM)")
@@ -70,8 +68,12 @@ func runConsole(ctx context.Context, o consoleOptions, cmd *cobra.Command) error
 		return errors.New("give both --tls-cert and --tls-key, or neither")
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	token, err := o.tok.resolve("flyfs console", log)
+	if err != nil {
+		return err
+	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	fs, err := client.Dial(dctx, client.Config{Mgmtd: o.mgmtds, Token: o.token, Logger: log})
+	fs, err := client.Dial(dctx, client.Config{Mgmtd: o.mgmtds, Token: token, Logger: log})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("connect to the cluster at %v: %w", o.mgmtds, err)
@@ -86,7 +88,7 @@ func runConsole(ctx context.Context, o consoleOptions, cmd *cobra.Command) error
 	if err != nil {
 		return err
 	}
-	con, err := console.New(console.Config{Mgmtd: o.mgmtds, Token: o.token, FS: fs, SessionTTL: o.sessionTTL,
+	con, err := console.New(console.Config{Mgmtd: o.mgmtds, Token: token, FS: fs, SessionTTL: o.sessionTTL,
 		SecureCookies: o.tlsCert != "", Advertise: l.Addr().String(), Logger: log})
 	if err != nil {
 		l.Close()

@@ -13,8 +13,6 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
-func init() { extraCommands = append(extraCommands, etcdCmd()) }
-
 // etcdOptions are the settings of the hidden `flyfs etcd` dev subcommand.
 type etcdOptions struct {
 	name, dataDir, listenPeer, listenClient string

@@ -17,11 +17,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { extraCommands = append(extraCommands, gatewayCmd()) }
-
 type gatewayOptions struct {
 	mgmtd     []string
-	token     string
+	tok       tokenOptions
 	s3Addr    string
 	accessKey string
 	secretKey string
@@ -56,7 +54,7 @@ Metrics: GET /_flyfs/metrics on the same address.`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.mgmtd, "mgmtd", nil, "cluster manager address(es), comma separated (required)")
-	f.StringVar(&o.token, "token", "", "cluster token")
+	addTokenFlags(f, &o.tok)
 	f.StringVar(&o.s3Addr, "s3-addr", "127.0.0.1:9300", "address to serve S3 on")
 	f.StringVar(&o.accessKey, "access-key", "", "root access key (env FLYFS_ACCESS_KEY); empty: generated on the first start")
 	f.StringVar(&o.secretKey, "secret-key", "", "root secret key (env FLYFS_SECRET_KEY)")
@@ -70,8 +68,12 @@ func runGateway(ctx context.Context, o gatewayOptions, cmd *cobra.Command) error
 	if len(o.mgmtd) == 0 {
 		return errors.New("--mgmtd is required")
 	}
+	token, err := o.tok.resolve("flyfs gateway", log)
+	if err != nil {
+		return err
+	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	fs, err := client.Dial(dctx, client.Config{Mgmtd: o.mgmtd, Token: o.token, Logger: log})
+	fs, err := client.Dial(dctx, client.Config{Mgmtd: o.mgmtd, Token: token, Logger: log})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("reach the cluster at %v: %w", o.mgmtd, err)

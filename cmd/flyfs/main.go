@@ -31,7 +31,7 @@ FLYFS_<FLAG> (upper case, dashes as underscores), e.g. FLYFS_DATA=/srv/flyfs.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(versionCmd(), serverCmd(), mgmtdCmd(), metadCmd(), storagedCmd(), adminCmd(), benchCmd())
-	root.AddCommand(extraCommands...)
+	root.AddCommand(versionCmd(), serverCmd(), mgmtdCmd(), metadCmd(), storagedCmd(), gatewayCmd(), consoleCmd(),
+		mountCmd(), umountCmd(), adminCmd(), benchCmd(), etcdCmd())
 	return root
 }

@@ -36,11 +36,14 @@ func freeLoopback(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// testToken is the cluster token of the servers these tests run.
+const testToken = "main-test-token"
+
 // fileRoundTrip writes the file on the first start and reads it on every one.
 func fileRoundTrip(t *testing.T, mgmtdAddr, metadAddr string, write bool, want []byte) {
 	t.Helper()
 	ctx := context.Background()
-	rc := rpc.NewClient(rpc.Options{})
+	rc := rpc.NewClient(rpc.Options{Token: testToken})
 	defer rc.Close()
 	src, err := client.NewMgmtdSource(ctx, []string{mgmtdAddr}, rc, 100*time.Millisecond)
 	if err != nil {
@@ -73,7 +76,7 @@ func fileRoundTrip(t *testing.T, mgmtdAddr, metadAddr string, write bool, want [
 // waitServing waits until mgmtd at addr publishes n chains, all serving.
 func waitServing(t *testing.T, addr string, n int) *routing.Info {
 	t.Helper()
-	rc := rpc.NewClient(rpc.Options{})
+	rc := rpc.NewClient(rpc.Options{Token: testToken})
 	defer rc.Close()
 	m := client.NewMgmtd(rc, []string{addr})
 	deadline := time.Now().Add(30 * time.Second)
@@ -166,7 +169,7 @@ func TestServerRestartsOnItsData(t *testing.T) {
 		addr, maddr := freeLoopback(t), freeLoopback(t)
 		go func() {
 			done <- runServer(ctx, serverOptions{dataDir: dir, kvc: kvopen.Config{Engine: "pebble"}, mgmtdAddr: addr,
-				metadAddr: maddr, disks: 2, replicas: 2, chains: 3, noSync: true}, &syncWriter{w: &out})
+				metadAddr: maddr, disks: 2, replicas: 2, chains: 3, noSync: true, tok: tokenOptions{token: testToken}}, &syncWriter{w: &out})
 		}()
 		info := waitServing(t, addr, 3)
 		fileRoundTrip(t, addr, maddr, i == 0, want)

@@ -25,7 +25,7 @@ func metadCmd() *cobra.Command {
 		dataDir   string
 		listen    string
 		advertise string
-		token     string
+		tok       tokenOptions
 		mgmtds    []string
 	)
 	cmd := &cobra.Command{
@@ -40,6 +40,11 @@ one), and any can be restarted; clients retry on another with the same request i
 			if err := bindEnv(cmd); err != nil {
 				return err
 			}
+			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			token, err := tok.resolve("flyfs metad", log)
+			if err != nil {
+				return err
+			}
 			if kvc.Engine == "" || kvc.Engine == "pebble" {
 				kvc.Dir = filepath.Join(dataDir, "meta")
 				if err := os.MkdirAll(kvc.Dir, 0o755); err != nil {
@@ -51,7 +56,6 @@ one), and any can be restarted; clients retry on another with the same request i
 				return err
 			}
 			defer db.Close()
-			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 			l, err := net.Listen("tcp", listen)
 			if err != nil {
 				return err
@@ -94,7 +98,7 @@ one), and any can be restarted; clients retry on another with the same request i
 	f.StringVar(&dataDir, "data", "flyfs-metad", "pebble: directory of the KV store")
 	f.StringVar(&listen, "listen", "127.0.0.1:9200", "address to serve RPCs on")
 	f.StringVar(&advertise, "advertise", "", "address registered with mgmtd for clients to dial (default: the listen address)")
-	f.StringVar(&token, "token", "", "cluster token every peer must present")
+	addTokenFlags(f, &tok)
 	f.StringSliceVar(&mgmtds, "mgmtd", nil, "cluster manager addresses: chain tables for new files, and GC of removed files' chunks")
 	return cmd
 }

@@ -19,9 +19,10 @@ import (
 
 // mgmtdOptions are the settings of `flyfs mgmtd`.
 type mgmtdOptions struct {
-	id, listen, advertise, dataDir, token string
-	heartbeatTimeout, lease               time.Duration
-	kv                                    kvopen.Config
+	id, listen, advertise, dataDir string
+	tok                            tokenOptions
+	heartbeatTimeout, lease        time.Duration
+	kv                             kvopen.Config
 }
 
 func mgmtdCmd() *cobra.Command {
@@ -53,7 +54,7 @@ single-process store, so a pebble mgmtd runs alone.`,
 	f.StringVar(&o.listen, "listen", "127.0.0.1:9000", "address to serve RPCs on")
 	f.StringVar(&o.advertise, "advertise", "", "address peers and clients reach this mgmtd at (default: the listen address, with the host name for an unspecified host)")
 	f.StringVar(&o.dataDir, "data", "flyfs-mgmtd", "pebble: directory of the KV store")
-	f.StringVar(&o.token, "token", "", "cluster token every peer must present")
+	addTokenFlags(f, &o.tok)
 	f.DurationVar(&o.heartbeatTimeout, "heartbeat-timeout", 6*time.Second, "T: a storage service silent this long is declared failed")
 	f.DurationVar(&o.lease, "lease", 0, "primary lease length (default: heartbeat timeout / 4)")
 	addKVFlags(f, &o.kv)
@@ -62,6 +63,10 @@ single-process store, so a pebble mgmtd runs alone.`,
 
 // runMgmtd runs a cluster manager until ctx ends.
 func runMgmtd(ctx context.Context, o mgmtdOptions, log *slog.Logger) error {
+	token, err := o.tok.resolve("flyfs mgmtd", log)
+	if err != nil {
+		return err
+	}
 	if o.kv.Engine == "" || o.kv.Engine == "pebble" {
 		o.kv.Dir = o.dataDir
 		if err := os.MkdirAll(o.kv.Dir, 0o755); err != nil {
@@ -86,7 +91,7 @@ func runMgmtd(ctx context.Context, o mgmtdOptions, log *slog.Logger) error {
 		o.id = addr
 	}
 	srv, err := mgmtd.New(mgmtd.Config{ID: o.id, Addr: addr, KV: db, HeartbeatTimeout: o.heartbeatTimeout,
-		LeaseLength: o.lease, RPC: rpc.Options{Token: o.token, Logger: log}, Logger: log})
+		LeaseLength: o.lease, RPC: rpc.Options{Token: token, Logger: log}, Logger: log})
 	if err != nil {
 		l.Close()
 		return err

@@ -11,16 +11,13 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/client"
-	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/posix/fusefs"
 	"github.com/spf13/cobra"
 )
 
-func init() { extraCommands = append(extraCommands, mountCmd(), umountCmd()) }
-
 type mountOptions struct {
 	mgmtd        string
-	token        string
+	tok          tokenOptions
 	attrTimeout  time.Duration
 	entryTimeout time.Duration
 	opTimeout    time.Duration
@@ -57,7 +54,7 @@ asynchronous API (posix/native).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.mgmtd, "mgmtd", "", "cluster manager address(es), comma separated (required)")
-	f.StringVar(&o.token, "token", "", "cluster token")
+	addTokenFlags(f, &o.tok)
 	f.DurationVar(&o.attrTimeout, "attr-timeout", time.Second, "how long the kernel caches attributes")
 	f.DurationVar(&o.entryTimeout, "entry-timeout", time.Second, "how long the kernel caches names (and missing names)")
 	f.DurationVar(&o.opTimeout, "op-timeout", 30*time.Second, "fail an operation with EIO when the cluster does not answer within this")
@@ -78,19 +75,21 @@ func runMount(ctx context.Context, o mountOptions, dir string, out interface{ Wr
 	if len(addrs) == 0 {
 		return fmt.Errorf("--mgmtd is required")
 	}
+	token, err := o.tok.resolve("flyfs mount", log)
+	if err != nil {
+		return err
+	}
 	dctx, cancel := context.WithTimeout(ctx, o.opTimeout)
-	fs, err := client.Dial(dctx, client.Config{Mgmtd: addrs, Token: o.token, Logger: log})
+	fs, err := client.Dial(dctx, client.Config{Mgmtd: addrs, Token: token, Logger: log})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", o.mgmtd, err)
 	}
 	defer fs.Close()
-	rc := rpc.NewClient(rpc.Options{Token: o.token, Logger: log})
-	defer rc.Close()
 	m, err := fusefs.Mount(ctx, fs, dir, fusefs.Options{
 		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, OpTimeout: o.opTimeout,
 		AllowOther: o.allowOther, ReadAheadKB: o.readAheadKB, Debug: o.debug, Log: log,
-		Capacity: fusefs.MgmtdCapacity(client.NewMgmtd(rc, addrs)),
+		Capacity: fusefs.MgmtdCapacity(fs.Mgmtd()),
 	})
 	if err != nil {
 		return err

@@ -29,7 +29,7 @@ type serverOptions struct {
 	disks     int
 	replicas  int
 	chains    int
-	token     string
+	tok       tokenOptions
 	noSync    bool
 	// Front ends; an empty address turns one off.
 	consoleAddr string
@@ -70,7 +70,8 @@ its own subcommand and talks to the others over loopback. Restarting on the same
 	f.IntVar(&o.disks, "disks", 1, "storage services, one disk directory each")
 	f.IntVar(&o.replicas, "replicas", 1, "replicas per chain (at most --disks)")
 	f.IntVar(&o.chains, "chains", 8, "chains created on the first start")
-	f.StringVar(&o.token, "token", "", "cluster token every peer must present")
+	addTokenFlags(f, &o.tok)
+	f.Lookup("token-file").Usage = "file holding the cluster token (env FLYFS_TOKEN_FILE; default <data>/token, drawn on the first start)"
 	f.BoolVar(&o.noSync, "no-sync", false, "acknowledge writes before they reach the disk")
 	f.StringVar(&o.consoleAddr, "console-addr", "127.0.0.1:9400", "address of the admin console (empty: no console)")
 	f.StringVar(&o.mountpoint, "mount", "", "also mount the file system here with FUSE (unmounted at exit)")
@@ -94,12 +95,16 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 			return fmt.Errorf("create data directory: %w", err)
 		}
 	}
+	token, tokenNote, err := serverToken(o, log)
+	if err != nil {
+		return err
+	}
 	db, err := kvopen.Open(ctx, o.kvc)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	c, err := cluster.Start(ctx, cluster.Config{Dir: o.dataDir, KV: db, NoSync: o.noSync, Token: o.token,
+	c, err := cluster.Start(ctx, cluster.Config{Dir: o.dataDir, KV: db, NoSync: o.noSync, Token: token, InsecureNoToken: token == "",
 		MgmtdAddrs: []string{o.mgmtdAddr}, Nodes: o.disks, Chains: o.chains, Replicas: o.replicas,
 		Metads: 1, MetadAddrs: []string{o.metadAddr}, Logger: log})
 	if err != nil {
@@ -111,6 +116,7 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 	defer c.Close()
 	id, fresh := c.ID()
 	fmt.Fprintf(out, "flyfs server up: cluster %s (new: %v), data %s, kv %s\n", id, fresh, o.dataDir, o.kvc.Engine)
+	fmt.Fprintf(out, "  token     %s\n", tokenNote)
 	fmt.Fprintf(out, "  mgmtd     %s\n", c.MgmtdAddrs()[0])
 	fmt.Fprintf(out, "  metad     %s\n", c.MetadAddrs()[0])
 	for i := 0; i < c.Nodes(); i++ {
@@ -154,8 +160,48 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "  mount     %s\n", o.mountpoint)
 	}
-	fmt.Fprintf(out, "  try: flyfs admin --mgmtd %s chains\n", c.MgmtdAddrs()[0])
+	fmt.Fprintf(out, "  try: flyfs admin --mgmtd %s%s chains\n", c.MgmtdAddrs()[0], tokenHint(o))
 	<-ctx.Done()
 	log.Info("shutting down")
 	return nil
+}
+
+// serverToken is the server's cluster token and a line saying where it is:
+// --token, --token-file, or <data>/token (drawn on the first start).
+func serverToken(o serverOptions, log *slog.Logger) (token, note string, err error) {
+	if o.tok.token != "" || o.tok.file != "" || o.tok.insecure {
+		token, err = o.tok.resolve("flyfs server", log)
+		switch {
+		case err != nil:
+		case token == "":
+			note = "none (--insecure-no-token)"
+		case o.tok.file != "":
+			note = "from " + o.tok.file
+		default:
+			note = "given by --token/FLYFS_TOKEN"
+		}
+		return token, note, err
+	}
+	token, created, err := cluster.EnsureToken(o.dataDir)
+	if err != nil {
+		return "", "", err
+	}
+	note = filepath.Join(o.dataDir, cluster.TokenFile)
+	if created {
+		note += " (drawn now; every role and client needs it: --token-file or FLYFS_TOKEN)"
+	}
+	return token, note, nil
+}
+
+// tokenHint is the flag a client run beside the server needs, if any.
+func tokenHint(o serverOptions) string {
+	switch {
+	case o.tok.token != "" || o.tok.insecure:
+		return ""
+	case o.tok.file != "":
+		return " --token-file " + o.tok.file
+	case filepath.Join(o.dataDir, cluster.TokenFile) == filepath.Clean(defaultTokenFile):
+		return ""
+	}
+	return " --token-file " + filepath.Join(o.dataDir, cluster.TokenFile)
 }

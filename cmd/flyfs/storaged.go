@@ -27,7 +27,7 @@ func storagedCmd() *cobra.Command {
 		node        uint32
 		listen      string
 		routingFile string
-		token       string
+		tok         tokenOptions
 		noSync      bool
 		mgmtdAddrs  []string
 		advertise   string
@@ -50,6 +50,11 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 			if err := bindEnv(cmd); err != nil {
 				return err
 			}
+			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			token, err := tok.resolve("flyfs storaged", log)
+			if err != nil {
+				return err
+			}
 			if len(disks) == 0 {
 				return errors.New("storaged needs at least one --data directory")
 			}
@@ -60,7 +65,6 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 			if err != nil {
 				return err
 			}
-			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 			l, err := net.Listen("tcp", listen)
 			if err != nil {
 				return err
@@ -112,7 +116,7 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 	f.Uint32Var(&node, "node", 1, "this service's node id")
 	f.StringVar(&listen, "listen", "127.0.0.1:9100", "address to serve RPCs on")
 	f.StringVar(&routingFile, "routing-file", "", "JSON routing information, re-read when it changes")
-	f.StringVar(&token, "token", "", "cluster token every peer must present")
+	addTokenFlags(f, &tok)
 	f.BoolVar(&noSync, "no-sync", false, "acknowledge writes before they reach the disk")
 	f.StringSliceVar(&mgmtdAddrs, "mgmtd", nil, "cluster manager addresses (comma-separated): run as a managed node")
 	f.StringVar(&advertise, "advertise", "", "address others reach this node at (default: the listen address)")

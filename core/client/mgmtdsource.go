@@ -50,6 +50,10 @@ func NewMgmtdSource(ctx context.Context, addrs []string, rc *rpc.Client, poll ti
 		if err == nil {
 			break
 		}
+		if rpc.CodeOf(err) == rpc.Unauthenticated {
+			// No retry makes a wrong token right.
+			return nil, fmt.Errorf("client: mgmtd at %v refused this client's cluster token: %w", addrs, err)
+		}
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("client: load routing from %v: %w", addrs, err)

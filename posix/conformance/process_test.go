@@ -140,7 +140,12 @@ func TestTwoMountProcesses(t *testing.T) {
 	// with storage, which joins a moment after metad listens).
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cl, err := client.Dial(ctx, client.Config{Mgmtd: []string{mgmtd}})
+	tokenFile := filepath.Join(work, "data", cluster.TokenFile)
+	token, err := cluster.ReadToken(tokenFile)
+	if err != nil {
+		t.Fatalf("the server's token: %v\n%s", err, srv.output())
+	}
+	cl, err := client.Dial(ctx, client.Config{Mgmtd: []string{mgmtd}, Token: token})
 	if err != nil {
 		t.Fatalf("dial the server: %v\n%s", err, srv.output())
 	}
@@ -166,7 +171,7 @@ func TestTwoMountProcesses(t *testing.T) {
 		// failure leaves its mount behind, dead; take it away.
 		t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
 		procs[i] = startProc(t, filepath.Join(work, "mount"+string(rune('a'+i))+".log"), bin, "mount", "--mgmtd", mgmtd,
-			"--attr-timeout", "500ms", "--entry-timeout", "500ms", "--op-timeout", "10s", mounts[i])
+			"--token-file", tokenFile, "--attr-timeout", "500ms", "--entry-timeout", "500ms", "--op-timeout", "10s", mounts[i])
 		dir, p := mounts[i], procs[i]
 		waitFor(t, 30*time.Second, "mount "+dir, func() bool {
 			if p.cmd.ProcessState != nil {
