@@ -29,7 +29,6 @@
 //	FLYFS_FAULTS=full go test -timeout 30m ./e2e/multihost/
 //	FLYFS_FAULTS_SEED=N FLYFS_FAULTS=full go test -run '^TestName$' ./e2e/multihost/
 //	FLYFS_FAULTS=off                             # skip them all
-//	FLYFS_FAULTS_STRICT=1                        # known gaps fail instead of skip
 //
 // Without root, ip(8) or nsenter(1) the tests skip, saying why.
 package multihost
