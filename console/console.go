@@ -9,6 +9,7 @@ package console
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,7 +26,6 @@ import (
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/web"
-	"golang.org/x/time/rate"
 )
 
 // Config wires a console to a cluster.
@@ -66,7 +66,7 @@ type Console struct {
 	mgmtd    *client.Mgmtd
 	ownRPC   *rpc.Client
 	log      *slog.Logger
-	signin   *rate.Limiter // failed sign-ins, console-wide
+	signin   *signinLimits // failed sign-ins, per client address and per key
 	sampler  *sampler
 	uploads  *uploads
 
@@ -104,7 +104,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	c := &Console{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger,
 		sessions: newSessions(cfg.SessionTTL, cfg.Now),
-		signin:   rate.NewLimiter(rate.Limit(5), 20)}
+		signin:   newSigninLimits()}
 	rc := cfg.RPC
 	if rc == nil {
 		rc = rpc.NewClient(rpc.Options{Token: cfg.Token, DialTimeout: 2 * time.Second, Logger: cfg.Logger})
@@ -247,6 +247,9 @@ func (c *Console) authed(mutating bool, h http.HandlerFunc) http.HandlerFunc {
 			apiError(w, http.StatusUnauthorized, "not_signed_in", "sign in first (your session may have expired)")
 			return
 		}
+		if !c.keyStillValid(w, r, ss) {
+			return
+		}
 		if !ss.who.Admin {
 			apiError(w, http.StatusForbidden, "forbidden", "this access key has no admin rights")
 			return
@@ -314,15 +317,16 @@ func (c *Console) handleSignIn(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &req) {
 		return
 	}
-	// Only failures spend the limiter's tokens: guessing is slowed down,
+	// Only failures spend the limiters' tokens: guessing is slowed down,
 	// signing in is not.
-	if c.signin.Tokens() < 1 {
-		apiError(w, http.StatusTooManyRequests, "too_many_attempts", "too many failed sign-ins; wait a few seconds")
+	accessKey, addr, now := strings.TrimSpace(req.AccessKey), clientAddr(r), c.cfg.Now()
+	if !c.signin.allowed(addr, accessKey, now) {
+		apiError(w, http.StatusTooManyRequests, "too_many_attempts", "too many failed sign-ins from this address or for this key; wait a few seconds")
 		return
 	}
-	who, err := c.authenticate(r.Context(), strings.TrimSpace(req.AccessKey), req.SecretKey)
+	who, err := c.authenticate(r.Context(), accessKey, req.SecretKey)
 	if errors.Is(err, errBadCredentials) {
-		c.signin.Allow()
+		c.signin.failed(addr, accessKey, now)
 		apiError(w, http.StatusUnauthorized, "bad_credentials", "access key or secret key is wrong")
 		return
 	}
@@ -335,10 +339,27 @@ func (c *Console) handleSignIn(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusForbidden, "forbidden", "this access key has no admin rights")
 		return
 	}
-	ss := c.sessions.create(who)
+	ss := c.sessions.create(who, req.SecretKey)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: ss.id, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: c.cfg.SecureCookies, Expires: ss.expires})
 	writeJSON(w, http.StatusOK, sessionResp{AccessKey: who.AccessKey, Admin: who.Admin, CSRFToken: ss.csrf, Expires: ss.expires.UTC()})
+}
+
+// keyStillValid checks a session against its key as the cluster has it now
+// (cached for a second): a key revoked, stripped of admin rights or given a
+// new secret anywhere in the cluster ends its sessions.
+func (c *Console) keyStillValid(w http.ResponseWriter, r *http.Request, ss *session) bool {
+	k, err := c.cfg.FS.Keys().Get(r.Context(), ss.who.AccessKey)
+	switch {
+	case errors.Is(err, access.ErrNoSuchKey) || err == nil && (!k.Root || sha256.Sum256([]byte(k.Secret)) != ss.secret):
+		c.sessions.drop(ss.id)
+		apiError(w, http.StatusUnauthorized, "not_signed_in", "the access key of this session was revoked or changed: sign in again")
+		return false
+	case err != nil:
+		apiError(w, http.StatusServiceUnavailable, "keys_unavailable", "cannot check the session's key right now: "+err.Error())
+		return false
+	}
+	return true
 }
 
 // authenticate checks a key pair against the cluster's keys.

@@ -87,6 +87,10 @@ func (c *Console) handleKeysRevoke(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "not_found", "no such access key")
 		return
 	}
+	if errors.Is(err, access.ErrLastRoot) {
+		apiError(w, http.StatusConflict, "last_admin_key", err.Error())
+		return
+	}
 	if err != nil {
 		apiError(w, http.StatusServiceUnavailable, "keys_unavailable", "revoke key: "+err.Error())
 		return

@@ -2,6 +2,7 @@ package console
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
@@ -18,6 +19,7 @@ const csrfHeader = "X-CSRF-Token"
 type session struct {
 	id      string
 	who     Principal
+	secret  [32]byte // digest of the key's secret at sign-in: a new secret ends the session
 	csrf    string
 	expires time.Time
 }
@@ -42,8 +44,8 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func (s *sessions) create(who Principal) *session {
-	ss := &session{id: randomToken(), who: who, csrf: randomToken(), expires: s.now().Add(s.ttl)}
+func (s *sessions) create(who Principal, secret string) *session {
+	ss := &session{id: randomToken(), who: who, secret: sha256.Sum256([]byte(secret)), csrf: randomToken(), expires: s.now().Add(s.ttl)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sweepLocked()

@@ -66,6 +66,9 @@ var (
 	ErrNoSuchKey = errors.New("no such access key")
 	// ErrKeyExists: a key with this id exists already.
 	ErrKeyExists = errors.New("an access key with this id exists")
+	// ErrLastRoot: revoking the only root key is refused; without one
+	// nobody could administer the cluster.
+	ErrLastRoot = errors.New("the last root access key cannot be revoked: create another root (admin) key first")
 	// ErrInvalid: a key or its grants are malformed (an *InvalidError
 	// says how).
 	ErrInvalid = errors.New("invalid access key")

@@ -103,15 +103,29 @@ func same(a, b *access.Key) bool {
 	return string(x) == string(y)
 }
 
-// Revoke deletes a key, or answers access.ErrNoSuchKey.
+// Revoke deletes a key, or answers access.ErrNoSuchKey. The last root key
+// is not revoked (access.ErrLastRoot): without one nobody could administer
+// the cluster, and a restart could not find its root key.
 func (s *Store) Revoke(ctx context.Context, id string) error {
 	existed := false
 	err := s.db.Run(ctx, func(tx kv.Txn) error {
-		_, found, err := tx.Get(ctx, recordKey(id))
+		k, err := get(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		existed = existed || found // a re-run after "maybe committed" finds it gone
+		if k == nil {
+			return nil // gone, or gone already by a re-run after "maybe committed"
+		}
+		if k.Root {
+			others, err := otherRoot(ctx, tx, id)
+			if err != nil {
+				return err
+			}
+			if others == "" {
+				return access.ErrLastRoot
+			}
+		}
+		existed = true
 		tx.Clear(recordKey(id))
 		return nil
 	})
@@ -119,6 +133,19 @@ func (s *Store) Revoke(ctx context.Context, id string) error {
 		err = access.ErrNoSuchKey
 	}
 	return err
+}
+
+// otherRoot returns the id of a root key other than id ("" if none).
+func otherRoot(ctx context.Context, tx kv.ReadTxn, id string) (string, error) {
+	found := ""
+	err := scan(ctx, tx, func(k *access.Key) bool {
+		if k.Root && k.ID != id {
+			found = k.ID
+			return false
+		}
+		return true
+	})
+	return found, err
 }
 
 // SetGrants replaces a key's per-bucket permissions.
@@ -142,30 +169,37 @@ func (s *Store) SetGrants(ctx context.Context, id string, buckets map[string]acc
 // List returns every key, sorted by id, secrets included.
 func (s *Store) List(ctx context.Context) ([]access.Key, error) {
 	var out []access.Key
-	r := kv.PrefixRange(keyPrefix)
 	err := s.db.RunRead(ctx, func(tx kv.ReadTxn) error {
 		out = out[:0]
-		begin := r.Begin
-		for {
-			res, err := tx.GetRange(ctx, begin, r.End, kv.RangeOptions{Limit: 1000})
-			if err != nil {
-				return err
-			}
-			for _, e := range res.KVs {
-				var k access.Key
-				if err := json.Unmarshal(e.Value, &k); err != nil {
-					return fmt.Errorf("access key %q: %w", e.Key, err)
-				}
-				out = append(out, k)
-			}
-			if !res.More || len(res.KVs) == 0 {
-				return nil
-			}
-			begin = kv.KeyAfter(res.KVs[len(res.KVs)-1].Key)
-		}
+		return scan(ctx, tx, func(k *access.Key) bool { out = append(out, *k); return true })
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, err
+}
+
+// scan calls f with every stored key in id order until f returns false.
+func scan(ctx context.Context, tx kv.ReadTxn, f func(*access.Key) bool) error {
+	r := kv.PrefixRange(keyPrefix)
+	begin := r.Begin
+	for {
+		res, err := tx.GetRange(ctx, begin, r.End, kv.RangeOptions{Limit: 1000})
+		if err != nil {
+			return err
+		}
+		for _, e := range res.KVs {
+			var k access.Key
+			if err := json.Unmarshal(e.Value, &k); err != nil {
+				return fmt.Errorf("access key %q: %w", e.Key, err)
+			}
+			if !f(&k) {
+				return nil
+			}
+		}
+		if !res.More || len(res.KVs) == 0 {
+			return nil
+		}
+		begin = kv.KeyAfter(res.KVs[len(res.KVs)-1].Key)
+	}
 }
 
 // EnsureRoot makes sure the cluster has a root key and returns it. With
@@ -200,7 +234,18 @@ func (s *Store) EnsureRoot(ctx context.Context, given *access.Key) (k *access.Ke
 				return nil
 			}
 			if k == nil && given == nil {
-				return fmt.Errorf("root access key %s was revoked; set FLYFS_ACCESS_KEY/FLYFS_SECRET_KEY to give one", v)
+				// The marked root key was revoked while another root key
+				// remained: that one is the root key now.
+				other, err := otherRoot(ctx, tx, "")
+				if err != nil {
+					return err
+				}
+				if other == "" {
+					return fmt.Errorf("root access key %s was revoked and no other root key exists; set FLYFS_ACCESS_KEY/FLYFS_SECRET_KEY to give one", v)
+				}
+				tx.Set(rootKey, []byte(other))
+				k, err = get(ctx, tx, other)
+				return err
 			}
 		}
 		if err := put(tx, &nk); err != nil {

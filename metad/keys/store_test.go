@@ -82,12 +82,25 @@ func TestEnsureRoot(t *testing.T) {
 	if k, created, err := s.EnsureRoot(ctx, &access.Key{ID: "admin", Secret: "new-secret"}); err != nil || !created || k.Secret != "new-secret" {
 		t.Fatalf("new secret: %+v %v %v", k, created, err)
 	}
-	// A revoked generated root key is reported, not silently redrawn.
+	// The last root key cannot be revoked; with another root key it can,
+	// and that one is the root key from then on (a restart finds it).
 	s2 := New(memkv.Open(kv.Options{}))
 	gen, _, _ := s2.EnsureRoot(ctx, nil)
-	s2.Revoke(ctx, gen.ID)
-	if _, _, err := s2.EnsureRoot(ctx, nil); err == nil {
-		t.Fatal("a revoked root key came back without a word")
+	if err := s2.Revoke(ctx, gen.ID); !errors.Is(err, access.ErrLastRoot) {
+		t.Fatalf("revoking the only root key: %v", err)
+	}
+	admin2, err := s2.Create(ctx, access.Key{Root: true, Description: "second admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Revoke(ctx, gen.ID); err != nil {
+		t.Fatalf("revoking one of two root keys: %v", err)
+	}
+	if k, created, err := s2.EnsureRoot(ctx, nil); err != nil || created || k.ID != admin2.ID {
+		t.Fatalf("after the generated root key went: %+v %v %v", k, created, err)
+	}
+	if err := s2.Revoke(ctx, admin2.ID); !errors.Is(err, access.ErrLastRoot) {
+		t.Fatalf("revoking the remaining root key: %v", err)
 	}
 }
 

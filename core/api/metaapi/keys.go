@@ -21,9 +21,10 @@ const (
 
 // Error codes of the access-key methods.
 const (
-	CodeNoSuchKey  = rpc.CodeServiceBase + 0x410 + iota // the key does not exist
-	CodeKeyExists                                       // a key with this id exists
-	CodeInvalidKey                                      // the key or its grants are malformed; the message says how
+	CodeNoSuchKey   = rpc.CodeServiceBase + 0x410 + iota // the key does not exist
+	CodeKeyExists                                        // a key with this id exists
+	CodeInvalidKey                                       // the key or its grants are malformed; the message says how
+	CodeLastRootKey                                      // revoking the only root key
 )
 
 func init() {
@@ -36,6 +37,7 @@ func init() {
 	rpc.RegisterCode(CodeNoSuchKey, "NoSuchKey")
 	rpc.RegisterCode(CodeKeyExists, "KeyExists")
 	rpc.RegisterCode(CodeInvalidKey, "InvalidKey")
+	rpc.RegisterCode(CodeLastRootKey, "LastRootKey")
 }
 
 // KeyReq names a key.
@@ -78,6 +80,8 @@ func KeyError(err error) error {
 		return rpc.NewError(CodeKeyExists, err.Error())
 	case errors.Is(err, access.ErrInvalid):
 		return rpc.NewError(CodeInvalidKey, err.Error())
+	case errors.Is(err, access.ErrLastRoot):
+		return rpc.NewError(CodeLastRootKey, err.Error())
 	}
 	return err
 }
@@ -95,6 +99,8 @@ func keyErr(err error) error {
 		return access.ErrKeyExists
 	case CodeInvalidKey:
 		return &access.InvalidError{Msg: re.Message}
+	case CodeLastRootKey:
+		return access.ErrLastRoot
 	}
 	return err
 }
