@@ -6,7 +6,6 @@ package frontend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,15 +14,16 @@ import (
 	"github.com/flyfs/flyfs/cluster"
 	"github.com/flyfs/flyfs/console"
 	"github.com/flyfs/flyfs/core/api/mgmtdapi"
+	"github.com/flyfs/flyfs/core/httpserve"
 	"github.com/flyfs/flyfs/gateway"
 	"github.com/flyfs/flyfs/posix/fusefs"
 )
 
-// StartGateway serves the S3 gateway on addr over the front ends' shared
+// StartGateway serves the S3 gateway at at over the front ends' shared
 // client and registers it with mgmtd; cfg.FS and cfg.Logger default to the
 // cluster's. It returns the address it listens on. The gateway stops at
 // Close.
-func StartGateway(ctx context.Context, c *cluster.Cluster, addr string, cfg gateway.Config) (string, error) {
+func StartGateway(ctx context.Context, c *cluster.Cluster, at Listen, cfg gateway.Config) (string, error) {
 	if cfg.FS == nil {
 		fs, err := c.FS(ctx)
 		if err != nil {
@@ -34,16 +34,19 @@ func StartGateway(ctx context.Context, c *cluster.Cluster, addr string, cfg gate
 	if cfg.Logger == nil {
 		cfg.Logger = c.Config().Logger
 	}
+	if err := httpserve.CheckTLS(at.TLSCert, at.TLSKey); err != nil {
+		return "", fmt.Errorf("s3 gateway: %w", err)
+	}
 	gw, err := gateway.New(cfg)
 	if err != nil {
 		return "", err
 	}
-	l, err := net.Listen("tcp", addr)
+	l, err := net.Listen("tcp", at.Addr)
 	if err != nil {
 		gw.Close()
 		return "", fmt.Errorf("s3 gateway: %w", err)
 	}
-	stopHTTP := serveHTTP(l, gw, 30*time.Second)
+	stopHTTP := serveHTTP(l, gw, at, 30*time.Second)
 	rctx, stopReg := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -59,10 +62,10 @@ func StartGateway(ctx context.Context, c *cluster.Cluster, addr string, cfg gate
 	return l.Addr().String(), nil
 }
 
-// StartConsole serves the admin console on addr; cfg.FS, cfg.Mgmtd,
+// StartConsole serves the admin console at at (Secure cookies with TLS); cfg.FS, cfg.Mgmtd,
 // cfg.Token, cfg.Advertise and cfg.Logger default to the cluster's. It
 // returns the address it listens on. The console stops at Close.
-func StartConsole(ctx context.Context, c *cluster.Cluster, addr string, cfg console.Config) (string, error) {
+func StartConsole(ctx context.Context, c *cluster.Cluster, at Listen, cfg console.Config) (string, error) {
 	if cfg.FS == nil {
 		fs, err := c.FS(ctx)
 		if err != nil {
@@ -77,7 +80,11 @@ func StartConsole(ctx context.Context, c *cluster.Cluster, addr string, cfg cons
 	if cfg.Logger == nil {
 		cfg.Logger = c.Config().Logger
 	}
-	l, err := net.Listen("tcp", addr)
+	if err := httpserve.CheckTLS(at.TLSCert, at.TLSKey); err != nil {
+		return "", fmt.Errorf("console: %w", err)
+	}
+	cfg.SecureCookies = cfg.SecureCookies || at.TLSCert != ""
+	l, err := net.Listen("tcp", at.Addr)
 	if err != nil {
 		return "", fmt.Errorf("console: %w", err)
 	}
@@ -89,7 +96,7 @@ func StartConsole(ctx context.Context, c *cluster.Cluster, addr string, cfg cons
 		l.Close()
 		return "", err
 	}
-	stopHTTP := serveHTTP(l, con, 5*time.Second)
+	stopHTTP := serveHTTP(l, con, at, 5*time.Second)
 	c.OnClose(func() {
 		stopHTTP()
 		con.Close()
@@ -119,14 +126,22 @@ func Mount(ctx context.Context, c *cluster.Cluster, dir string, opts fusefs.Opti
 	return m, nil
 }
 
+// Listen says where and how a front end serves HTTP: its address, TLS when
+// a certificate and key are given, and the bounds on its connections.
+type Listen struct {
+	Addr            string
+	TLSCert, TLSKey string
+	Limits          httpserve.Limits
+}
+
 // serveHTTP serves h on l until the returned stop, which waits up to grace
 // for requests in flight.
-func serveHTTP(l net.Listener, h http.Handler, grace time.Duration) (stop func()) {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+func serveHTTP(l net.Listener, h http.Handler, at Listen, grace time.Duration) (stop func()) {
+	srv := httpserve.New(h, at.Limits)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := httpserve.Serve(srv, l, at.TLSCert, at.TLSKey); err != nil {
 			l.Close()
 		}
 	}()

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/flyfs/flyfs/console"
 	"github.com/flyfs/flyfs/core/client"
+	"github.com/flyfs/flyfs/core/httpserve"
 	"github.com/spf13/cobra"
 )
 
@@ -23,8 +22,7 @@ type consoleOptions struct {
 	tok        tokenOptions
 	addr       string
 	sessionTTL time.Duration
-	tlsCert    string
-	tlsKey     string
+	http       httpOptions
 }
 
 func consoleCmd() *cobra.Command {
@@ -57,15 +55,14 @@ cookie Secure; otherwise serve it on a loopback address or behind a TLS proxy.`,
 	addTokenFlags(f, &o.tok)
 	f.StringVar(&o.addr, "console-addr", "127.0.0.1:9400", "address to serve the console on")
 	f.DurationVar(&o.sessionTTL, "session-ttl", 8*time.Hour, "how long a sign-in lasts")
-	f.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM)")
-	f.StringVar(&o.tlsKey, "tls-key", "", "the certificate's private key (PEM)")
+	addHTTPFlags(f, &o.http)
 	return cmd
 }
 
 func runConsole(ctx context.Context, o consoleOptions, cmd *cobra.Command) error {
 	out := cmd.OutOrStdout()
-	if (o.tlsCert == "") != (o.tlsKey == "") {
-		return errors.New("give both --tls-cert and --tls-key, or neither")
+	if err := httpserve.CheckTLS(o.http.tlsCert, o.http.tlsKey); err != nil {
+		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	token, err := o.tok.resolve("flyfs console", log)
@@ -89,31 +86,19 @@ func runConsole(ctx context.Context, o consoleOptions, cmd *cobra.Command) error
 		return err
 	}
 	con, err := console.New(console.Config{Mgmtd: o.mgmtds, Token: token, FS: fs, SessionTTL: o.sessionTTL,
-		SecureCookies: o.tlsCert != "", Advertise: l.Addr().String(), Logger: log})
+		SecureCookies: o.http.tlsCert != "", Advertise: l.Addr().String(), Logger: log})
 	if err != nil {
 		l.Close()
 		return err
 	}
 	defer con.Close()
-	scheme := "http"
-	if o.tlsCert != "" {
-		scheme = "https"
-	}
-	fmt.Fprintf(out, "console on %s://%s/\n", scheme, l.Addr())
-	srv := &http.Server{Handler: con, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(out, "console on %s://%s/\n", o.http.scheme(), l.Addr())
+	srv := httpserve.New(con, o.http.limits)
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(sctx)
 	}()
-	if o.tlsCert != "" {
-		err = srv.ServeTLS(l, o.tlsCert, o.tlsKey)
-	} else {
-		err = srv.Serve(l)
-	}
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return err
+	return httpserve.Serve(srv, l, o.http.tlsCert, o.http.tlsKey)
 }

@@ -6,18 +6,19 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/flyfs/flyfs/core/client"
+	"github.com/flyfs/flyfs/core/httpserve"
 	"github.com/flyfs/flyfs/gateway"
 	"github.com/spf13/cobra"
 )
 
 type gatewayOptions struct {
+	http      httpOptions
 	mgmtd     []string
 	tok       tokenOptions
 	s3Addr    string
@@ -60,6 +61,7 @@ Metrics: GET /_flyfs/metrics on the same address.`,
 	f.StringVar(&o.secretKey, "secret-key", "", "root secret key (env FLYFS_SECRET_KEY)")
 	f.StringVar(&o.region, "region", "us-east-1", "region the gateway reports")
 	f.StringSliceVar(&o.domains, "domain", nil, "domains for virtual-host-style addressing (<bucket>.<domain>)")
+	addHTTPFlags(f, &o.http)
 	return cmd
 }
 
@@ -70,6 +72,9 @@ func runGateway(ctx context.Context, o gatewayOptions, cmd *cobra.Command) error
 	}
 	token, err := o.tok.resolve("flyfs gateway", log)
 	if err != nil {
+		return err
+	}
+	if err := httpserve.CheckTLS(o.http.tlsCert, o.http.tlsKey); err != nil {
 		return err
 	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -89,17 +94,14 @@ func runGateway(ctx context.Context, o gatewayOptions, cmd *cobra.Command) error
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 30 * time.Second}
+	srv := httpserve.New(gw, o.http.limits)
 	ak, _ := gw.RootKey()
-	fmt.Fprintf(cmd.OutOrStdout(), "s3 gateway listening on http://%s (root access key %s)\n", l.Addr(), ak)
+	fmt.Fprintf(cmd.OutOrStdout(), "s3 gateway listening on %s://%s (root access key %s)\n", o.http.scheme(), l.Addr(), ak)
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		srv.Shutdown(sctx)
 	}()
-	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return httpserve.Serve(srv, l, o.http.tlsCert, o.http.tlsKey)
 }

@@ -38,6 +38,7 @@ type serverOptions struct {
 	// The root key (FLYFS_ACCESS_KEY/FLYFS_SECRET_KEY); empty: generated on
 	// the first start and printed once.
 	accessKey, secretKey string
+	http                 httpOptions // TLS and bounds of the S3 and console servers
 }
 
 func serverCmd() *cobra.Command {
@@ -78,6 +79,7 @@ its own subcommand and talks to the others over loopback. Restarting on the same
 	f.StringVar(&o.s3Addr, "s3-addr", "127.0.0.1:9300", "address of the S3 gateway (empty: no gateway)")
 	f.StringVar(&o.accessKey, "access-key", "", "root access key, for S3 and the console (env FLYFS_ACCESS_KEY); empty: generated on the first start and printed")
 	f.StringVar(&o.secretKey, "secret-key", "", "root secret key (env FLYFS_SECRET_KEY)")
+	addHTTPFlags(f, &o.http)
 	return cmd
 }
 
@@ -141,18 +143,18 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 		fmt.Fprintf(out, "  root key  access key %s, secret %s (generated; shown only now)\n", root.ID, root.Secret)
 	}
 	if o.s3Addr != "" {
-		addr, err := frontend.StartGateway(ctx, c, o.s3Addr, gateway.Config{})
+		addr, err := frontend.StartGateway(ctx, c, o.http.at(o.s3Addr), gateway.Config{})
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "  s3        http://%s/ (path-style; aws --endpoint-url http://%s)\n", addr, addr)
+		fmt.Fprintf(out, "  s3        %[1]s://%[2]s/ (path-style; aws --endpoint-url %[1]s://%[2]s)\n", o.http.scheme(), addr)
 	}
 	if o.consoleAddr != "" {
-		addr, err := frontend.StartConsole(ctx, c, o.consoleAddr, console.Config{})
+		addr, err := frontend.StartConsole(ctx, c, o.http.at(o.consoleAddr), console.Config{})
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "  console   http://%s/ (sign in with the root key)\n", addr)
+		fmt.Fprintf(out, "  console   %s://%s/ (sign in with the root key)\n", o.http.scheme(), addr)
 	}
 	if o.mountpoint != "" {
 		if _, err := frontend.Mount(ctx, c, o.mountpoint, fusefs.Options{AllowOther: true}); err != nil {

@@ -100,7 +100,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (rows []Row, err error) {
 		return nil, err
 	}
 	defer c.Close()
-	gwAddr, err := frontend.StartGateway(ctx, c, "127.0.0.1:0", gateway.Config{RootAccessKey: ak, RootSecretKey: sk})
+	gwAddr, err := frontend.StartGateway(ctx, c, frontend.Listen{Addr: "127.0.0.1:0"}, gateway.Config{RootAccessKey: ak, RootSecretKey: sk})
 	if err != nil {
 		return nil, err
 	}
