@@ -60,8 +60,9 @@ for prof, roles in want.items():
             bad = True
     if prof == "etcd" and stores["etcd-member"] < 3:
         print("profile etcd: fewer than three etcd members", file=sys.stderr); bad = True
-    if prof == "fdb" and (stores["fdb-image"] < 1 or stores["fdb"] < 5):
-        print("profile fdb: no FoundationDB service, or roles not on --kv fdb", file=sys.stderr); bad = True
+    # The roles that open the store: two mgmtd and two metad.
+    if prof == "fdb" and (stores["fdb-image"] < 1 or stores["fdb"] < 4):
+        print("profile fdb: no FoundationDB service, or mgmtd/metad not on --kv fdb", file=sys.stderr); bad = True
     for name, svc in doc["services"].items():
         if prof == "fdb" and prof in (svc.get("profiles") or []) and svc.get("image") == "flyfs:fdb":
             if (svc.get("build") or {}).get("args", {}).get("TAGS") != "fdb":
