@@ -302,7 +302,8 @@ func awsURIEncode(s string, keepSlash bool) string {
 }
 
 // canonicalQuery builds the sorted, encoded query string; skip names a
-// parameter left out (X-Amz-Signature of a presigned URL).
+// parameter left out (X-Amz-Signature of a presigned URL), "" for none (a
+// parameter with an empty name, "=x", is signed like any other).
 func canonicalQuery(rawQuery string, skip string) string {
 	type kv struct{ k, v string }
 	var params []kv
@@ -319,7 +320,7 @@ func canonicalQuery(rawQuery string, skip string) string {
 		if err != nil {
 			dv = v
 		}
-		if dk == skip {
+		if skip != "" && dk == skip {
 			continue
 		}
 		params = append(params, kv{awsURIEncode(dk, false), awsURIEncode(dv, false)})
@@ -438,9 +439,53 @@ func stringToSign(amzDate string, c credScope, canonical string) string {
 	return sigAlgorithm + "\n" + amzDate + "\n" + c.scope() + "\n" + sha256Hex([]byte(canonical))
 }
 
-// verifySignature checks the signature of r with the secret of its key and
-// returns the signing key (for streaming chunk signatures).
+// mustBeSigned reports whether a header (lower case) present in a request
+// must be among its signed headers. AWS's rule, for header auth and
+// presigned URLs alike: every x-amz-* header, since those select or change
+// the operation (x-amz-copy-source turns a PUT into a copy; x-amz-meta-*,
+// x-amz-tagging, x-amz-acl, x-amz-checksum-*, ... change what is stored),
+// and Content-MD5. Other headers (User-Agent, Expect, X-Amzn-Trace-Id,
+// Content-Type, ...) may go unsigned, as SDKs leave some of them.
+//
+// One exception: x-amz-content-sha256 of a presigned URL, which AWS lets
+// clients send without signing. Its value is the payload hash of the
+// canonical request (the last line), so the signature covers it anyway:
+// a value other than the one signed (UNSIGNED-PAYLOAD) no longer matches.
+// With header auth it is required and must be signed.
+func mustBeSigned(name string, kind authKind) bool {
+	if name == "content-md5" {
+		return true
+	}
+	if !strings.HasPrefix(name, "x-amz-") {
+		return false
+	}
+	return !(kind == authPresigned && name == "x-amz-content-sha256")
+}
+
+// checkSignedHeaders refuses a signed request carrying a header its
+// signature does not cover (see mustBeSigned), naming every such header.
+func checkSignedHeaders(r *http.Request, sr *sigRequest) error {
+	var unsigned []string
+	for name := range r.Header {
+		ln := strings.ToLower(name)
+		if mustBeSigned(ln, sr.kind) && !containsStr(sr.signedHeaders, ln) && !containsStr(unsigned, ln) {
+			unsigned = append(unsigned, ln)
+		}
+	}
+	if len(unsigned) == 0 {
+		return nil
+	}
+	sort.Strings(unsigned)
+	return errCode("AccessDenied", "There were headers present in the request which were not signed: %s", strings.Join(unsigned, ", "))
+}
+
+// verifySignature checks that the signature of r covers every header it
+// must and that it is right for the secret of its key, and returns the
+// signing key (for streaming chunk signatures).
 func verifySignature(r *http.Request, sr *sigRequest, secret string) ([]byte, error) {
+	if err := checkSignedHeaders(r, sr); err != nil {
+		return nil, err
+	}
 	key := signingKey(secret, sr.cred)
 	dateForSig := sr.amzDateRaw
 	if sr.kind == authHeader && r.Header.Get("X-Amz-Date") == "" {

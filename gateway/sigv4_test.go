@@ -224,3 +224,19 @@ func TestChunkedUnsignedTrailer(t *testing.T) {
 		t.Fatalf("no final CRLF: %v %v", err, cr.Trailer)
 	}
 }
+
+// A query parameter with an empty name is part of the canonical query like
+// any other: the SDK signs it, and one added after signing breaks the
+// signature (it was once dropped, so it could be added unsigned).
+func TestSigV4EmptyNameQueryParameter(t *testing.T) {
+	now := time.Now().UTC()
+	r := sdkSigned(t, "GET", "http://127.0.0.1:9300/bkt?=x&list-type=2", nil, emptySHA256, now)
+	if err := verify(r, now, testCreds.SecretAccessKey); err != nil {
+		t.Fatalf("SDK-signed with an empty-name parameter: %v", err)
+	}
+	r = sdkSigned(t, "GET", "http://127.0.0.1:9300/bkt?list-type=2", nil, emptySHA256, now)
+	r.URL.RawQuery += "&=added"
+	if err := verify(r, now, testCreds.SecretAccessKey); apiCode(err) != "SignatureDoesNotMatch" {
+		t.Fatalf("an empty-name parameter added after signing: %v", err)
+	}
+}
