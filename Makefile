@@ -34,8 +34,15 @@ bench: build
 	$(BIN) bench fuse
 	$(BIN) bench s3-gateway
 
+# The gateway's parsers run for a count of inputs (about 10 s each), not a
+# duration: go1.26's -fuzztime deadline can fail a clean run (golang/go#75804).
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 60s ./core/rpc
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRange$$' -fuzztime 50000x ./gateway
+	$(GO) test -run '^$$' -fuzz '^FuzzCopySource$$' -fuzztime 50000x ./gateway
+	$(GO) test -run '^$$' -fuzz '^FuzzParseCopyRange$$' -fuzztime 50000x ./gateway
+	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalQuery$$' -fuzztime 50000x ./gateway
+	$(GO) test -run '^$$' -fuzz '^FuzzTagsFromHeader$$' -fuzztime 50000x ./gateway
 
 clean:
 	rm -rf bin
