@@ -48,6 +48,29 @@
 // caller's context ends first, Call returns DeadlineExceeded or Canceled at
 // once and sends a cancel frame that cancels the handler's context.
 //
+// Resource limits: a server bounds what its peers can make it hold, each
+// bound an Options field with a default meant for production:
+//   - MaxConns (4096) open connections; one more is answered with an error
+//     frame, ResourceExhausted naming the limit, and closed, and the client's
+//     call fails with that error.
+//   - MaxInflightBytes (1 GiB) of request bytes in memory, counted from a
+//     request's header until its response is written; a request beyond it is
+//     answered ResourceExhausted, its body read and dropped without being
+//     held, and the connection carries on.
+//   - FrameTimeout (30s) and MinFrameRate (1 MiB/s): once a frame has begun
+//     to arrive, it must not stall for FrameTimeout, and must be in within
+//     FrameTimeout plus its size at MinFrameRate (94s for 64 MiB); a frame
+//     that misses either closes the connection with a DeadlineExceeded
+//     error frame and frees what it held.
+//   - IdleTimeout (off): a connection with no frame and no running call for
+//     that long is sent a go-away, then closed. Off by default because
+//     clients keep pooled connections open between calls.
+//
+// Together with the frame Limits (MaxMessage, MaxPayload), HandshakeTimeout,
+// WriteTimeout and MaxConcurrentPerConn, they let a peer that misbehaves cost
+// the server a bounded amount of memory and time, and others go on being
+// served. Server.Stats reports the connections and bytes held.
+//
 // Retries are the caller's business: only the caller knows whether a method
 // is idempotent. The package moves a call to another connection only when it
 // certainly was not sent.

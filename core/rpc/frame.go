@@ -220,6 +220,11 @@ func readFrame(r io.Reader, hdr []byte, lim Limits) (Frame, error) {
 	if err != nil {
 		return Frame{Header: h}, err
 	}
+	return readBody(r, h)
+}
+
+// readBody reads the message and payload of the frame whose header is h.
+func readBody(r io.Reader, h Header) (Frame, error) {
 	f := Frame{Header: h}
 	m, p := int(h.MsgLen), int(h.PayloadLen)
 	if p >= minPooled {

@@ -14,6 +14,7 @@ import (
 type metrics struct {
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	refused  *prometheus.CounterVec // server only: refusals by limit
 
 	counters sync.Map // uint64(method)<<32 | code → prometheus.Counter
 	timers   sync.Map // Method → prometheus.Observer
@@ -35,10 +36,18 @@ func newMetrics(reg prometheus.Registerer, side string) *metrics {
 		Help:    "Duration of RPC calls seen by the " + side + ", by method.",
 		Buckets: prometheus.ExponentialBuckets(50e-6, 4, 10), // 50µs .. 13s
 	}, []string{"method"})
-	return &metrics{
+	m := &metrics{
 		calls:    register(reg, calls),
 		duration: register(reg, duration),
 	}
+	if side == "server" {
+		m.refused = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "flyfs", Subsystem: "rpc", Name: "server_refused_total",
+			Help: "Connections and requests the server refused for its resource limits, by limit " +
+				"(max_conns, inflight_bytes, frame_deadline).",
+		}, []string{"limit"}))
+	}
+	return m
 }
 
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
@@ -70,4 +79,12 @@ func (m *metrics) observe(method Method, code Code, d time.Duration) {
 		t, _ = m.timers.LoadOrStore(method, m.duration.WithLabelValues(method.String()))
 	}
 	t.(prometheus.Observer).Observe(d.Seconds())
+}
+
+// refuse counts a refusal for limit.
+func (m *metrics) refuse(limit string) {
+	if m == nil || m.refused == nil {
+		return
+	}
+	m.refused.WithLabelValues(limit).Inc()
 }

@@ -24,12 +24,23 @@ var ErrServerClosed = errors.New("rpc: server closed")
 // frame kind, wrong token) is closed with a logged reason; other connections
 // are not affected. Nothing a peer sends can panic the server, and a handler
 // panic becomes an Internal error for that call.
+//
+// What peers can make a server hold is bounded (see doc.go and Options):
+// connections by MaxConns, request bytes in memory by MaxInflightBytes, the
+// time a started frame may take by FrameTimeout and MinFrameRate, and
+// optionally idle connections by IdleTimeout.
 type Server struct {
 	opts    Options
 	log     *slog.Logger
 	metrics *metrics
 
 	handlers atomic.Pointer[map[Method]*handler] // copy on write
+
+	budget    budget       // request bytes held, against MaxInflightBytes
+	refusing  atomic.Int32 // connections being refused for MaxConns
+	refuseWG  sync.WaitGroup
+	logConns  logLimiter // MaxConns refusals
+	logBudget logLimiter // MaxInflightBytes refusals
 
 	mu        sync.Mutex
 	regMu     sync.Mutex
@@ -48,6 +59,11 @@ func NewServer(opts Options) *Server {
 		metrics:   newMetrics(opts.Registerer, "server"),
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*serverConn]struct{}),
+		budget:    budget{max: opts.MaxInflightBytes},
+	}
+	if lim := opts.Limits; opts.MaxInflightBytes >= 0 && opts.MaxInflightBytes < int64(lim.MaxMessage)+int64(lim.MaxPayload) {
+		s.log.Warn("MaxInflightBytes is below the largest request a client may send; such requests will always be refused",
+			"max_inflight_bytes", opts.MaxInflightBytes, "max_message", lim.MaxMessage, "max_payload", lim.MaxPayload)
 	}
 	empty := map[Method]*handler{}
 	s.handlers.Store(&empty)
@@ -112,8 +128,13 @@ func (s *Server) Serve(l net.Listener) error {
 		}
 		backoff = 0
 		tuneConn(c, &s.opts)
-		if sc := s.newConn(c); sc != nil {
+		if sc, full := s.newConn(c); sc != nil {
 			go sc.serve()
+		} else if full {
+			go func() {
+				defer s.refuseWG.Done()
+				s.refuseConn(c, s.opts.MaxConns)
+			}()
 		}
 	}
 }
@@ -121,24 +142,33 @@ func (s *Server) Serve(l net.Listener) error {
 // ServeConn serves one established connection (from a custom listener or a
 // test pipe) and returns when it is closed.
 func (s *Server) ServeConn(c net.Conn) {
-	if sc := s.newConn(c); sc != nil {
+	if sc, full := s.newConn(c); sc != nil {
 		sc.serve()
+	} else if full {
+		defer s.refuseWG.Done()
+		s.refuseConn(c, s.opts.MaxConns)
 	}
 }
 
-// newConn tracks a new connection; it returns nil (and closes c) if the
-// server is closed.
-func (s *Server) newConn(c net.Conn) *serverConn {
+// newConn tracks a new connection. It returns nil and closes c if the server
+// is closed; it returns nil and full if the server holds MaxConns
+// connections already, and then the caller refuses c (see refuseConn) and
+// calls refuseWG.Done.
+func (s *Server) newConn(c net.Conn) (sc *serverConn, full bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		c.Close()
-		return nil
+		return nil, false
 	}
-	sc := newServerConn(s, c)
+	if limit := s.opts.MaxConns; limit > 0 && len(s.conns) >= limit {
+		s.refuseWG.Add(1)
+		return nil, true
+	}
+	sc = newServerConn(s, c)
 	s.conns[sc] = struct{}{}
 	s.connWG.Add(1)
-	return sc
+	return sc, false
 }
 
 func (s *Server) connDone(sc *serverConn) {
@@ -179,6 +209,7 @@ func (s *Server) Close() error {
 		sc.close(ErrServerClosed)
 	}
 	s.connWG.Wait()
+	s.refuseWG.Wait() // at most refuseLinger
 	return nil
 }
 

@@ -34,6 +34,9 @@ type serverConn struct {
 	peer   Limits        // the client's receive limits, from its hello
 	sem    chan struct{} // one slot per running handler
 
+	deadline time.Time  // the read deadline set on conn; reader goroutine only
+	clock    frameClock // timing of the frame being read; reader goroutine only
+
 	mu       sync.Mutex
 	inflight map[uint64]*serverCall
 	closing  chan struct{} // closed by close
@@ -56,7 +59,7 @@ func newServerConn(s *Server, c net.Conn) *serverConn {
 		inflight: make(map[uint64]*serverCall),
 		closing:  make(chan struct{}),
 	}
-	sc.fr = newFrameReader(c, readBufferSize, s.opts.Limits)
+	sc.fr = newFrameReader(connReader{sc}, readBufferSize, s.opts.Limits)
 	sc.w = newConnWriter(c, s.opts.WriteTimeout, func(err error) {
 		sc.s.log.Debug("write failed; closing connection", "remote", sc.remote, "err", err)
 		sc.close(err)
@@ -80,13 +83,17 @@ func (sc *serverConn) serve() {
 		return
 	}
 	for {
-		f, err := sc.fr.next()
+		f, err := sc.readFrame()
 		if err != nil {
 			sc.readFailed(err)
 			return
 		}
 		switch f.Kind {
 		case KindRequest:
+			if f.refused != nil {
+				sc.respond(f.ID, f.Method, nil, nil, f.refused, nil)
+				continue
+			}
 			if !sc.dispatch(f) {
 				return
 			}
@@ -102,7 +109,7 @@ func (sc *serverConn) serve() {
 // handshake reads the client's hello, checks the token and answers. It
 // reports whether the connection may carry calls.
 func (sc *serverConn) handshake() bool {
-	_ = sc.conn.SetReadDeadline(time.Now().Add(sc.s.opts.HandshakeTimeout))
+	sc.setReadDeadline(time.Now().Add(sc.s.opts.HandshakeTimeout))
 	f, err := sc.fr.nextHandshake()
 	if err != nil {
 		switch {
@@ -144,7 +151,7 @@ func (sc *serverConn) handshake() bool {
 	if err := sc.w.enqueue(newOutFrame(Header{Kind: KindHelloAck}, ack, nil, false)); err != nil {
 		return false
 	}
-	_ = sc.conn.SetReadDeadline(time.Time{})
+	sc.setReadDeadline(time.Time{})
 	return true
 }
 
@@ -163,6 +170,11 @@ func isProtocolError(err error) bool {
 // telling the peer why when it broke the protocol.
 func (sc *serverConn) readFailed(err error) {
 	switch {
+	case errors.Is(err, errFrameDeadline):
+		sc.s.metrics.refuse("frame_deadline")
+		sc.refuse(DeadlineExceeded, err.Error(), "frame deadline passed")
+	case errors.Is(err, errIdle):
+		sc.s.log.Debug("idle connection closed", "remote", sc.remote, "reason", err)
 	case errors.Is(err, ErrFrameTooLarge):
 		sc.refuse(ResourceExhausted, err.Error(), "oversized frame")
 	case errors.Is(err, ErrTruncated):
@@ -198,10 +210,13 @@ func (sc *serverConn) refuse(code Code, msg, what string) {
 
 // dispatch starts the handler for a request, or answers Unimplemented. It
 // blocks while MaxConcurrentPerConn handlers run, and returns false if the
-// connection closed meanwhile or the client broke the protocol.
-func (sc *serverConn) dispatch(f Frame) bool {
+// connection closed meanwhile or the client broke the protocol. The
+// request's charge to the budget is released when its call is done, or at
+// once if it does not run.
+func (sc *serverConn) dispatch(f inFrame) bool {
 	h := sc.s.lookup(f.Method)
 	if h == nil {
+		sc.s.budget.release(f.charge)
 		sc.s.log.Debug("unknown method", "remote", sc.remote, "method", f.Method.String())
 		sc.respond(f.ID, f.Method, nil, nil, NewError(Unimplemented, "unknown method "+f.Method.String()), nil)
 		return true
@@ -213,6 +228,7 @@ func (sc *serverConn) dispatch(f Frame) bool {
 	if len(f.Msg) <= inlineDecode {
 		var err error
 		if req, err = h.decode(f.Msg); err != nil {
+			sc.s.budget.release(f.charge)
 			sc.respond(f.ID, f.Method, nil, nil, err, nil)
 			return true
 		}
@@ -220,6 +236,7 @@ func (sc *serverConn) dispatch(f Frame) bool {
 	select {
 	case sc.sem <- struct{}{}:
 	case <-sc.closing:
+		sc.s.budget.release(f.charge)
 		return false
 	}
 	// Contexts hang off Background, not off a per-connection parent, so that
@@ -243,6 +260,7 @@ func (sc *serverConn) dispatch(f Frame) bool {
 	}
 	sc.mu.Unlock()
 	if !open || dup {
+		sc.s.budget.release(f.charge)
 		cancel()
 		<-sc.sem
 		if dup {
@@ -255,7 +273,7 @@ func (sc *serverConn) dispatch(f Frame) bool {
 }
 
 // run executes one handler and sends its response.
-func (sc *serverConn) run(ctx context.Context, call *serverCall, h *handler, f Frame, req any) {
+func (sc *serverConn) run(ctx context.Context, call *serverCall, h *handler, f inFrame, req any) {
 	defer sc.handlers.Done()
 	var start time.Time
 	if sc.s.metrics != nil {
@@ -273,18 +291,20 @@ func (sc *serverConn) run(ctx context.Context, call *serverCall, h *handler, f F
 
 	// A borrowed request payload goes back to the pool once nothing can
 	// reference it: after the response (which may be that very payload) is
-	// written, or now if no response goes out.
+	// written, or now if no response goes out. The request's bytes count
+	// against the budget until then too, borrowed or not: the response may
+	// be the request's payload.
 	var done func()
-	if h.borrow && f.Payload != nil {
-		done = func() { ReleasePayload(f.Payload) }
-	}
-	if h.pooled && payload != nil {
-		borrowed, out := done, payload
+	if borrowed, pooled := h.borrow && f.Payload != nil, h.pooled && payload != nil; borrowed || pooled || f.charge != 0 {
+		in, out, charge := f.Payload, payload, f.charge
 		done = func() {
-			ReleasePayload(out)
-			if borrowed != nil {
-				borrowed()
+			if pooled {
+				ReleasePayload(out)
 			}
+			if borrowed {
+				ReleasePayload(in)
+			}
+			sc.s.budget.release(charge)
 		}
 	}
 	if canceled {
@@ -312,7 +332,7 @@ func (sc *serverConn) run(ctx context.Context, call *serverCall, h *handler, f F
 
 // invoke decodes the request unless dispatch did, and calls the handler,
 // turning a panic into an Internal error.
-func (sc *serverConn) invoke(ctx context.Context, h *handler, f Frame, req any) (msg, payload []byte, err error) {
+func (sc *serverConn) invoke(ctx context.Context, h *handler, f inFrame, req any) (msg, payload []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			sc.s.log.Error("handler panicked", "remote", sc.remote, "method", f.Method.String(), "panic", r, "stack", string(debug.Stack()))
@@ -339,9 +359,8 @@ func (sc *serverConn) respond(id uint64, m Method, msg, payload []byte, err erro
 	out := newOutFrame(h, msg, payload, false)
 	out.onDone = done
 	if qerr := sc.w.enqueue(out); qerr != nil {
-		// Never queued, so nothing references the payload; if the writer
-		// stops with the frame still queued, done simply never runs and the
-		// buffer is garbage collected.
+		// Never queued, so nothing references the payload. (A frame the
+		// writer abandons when it stops has its done run by the writer.)
 		if done != nil {
 			done()
 		}

@@ -43,7 +43,7 @@ type outFrame struct {
 	written chan struct{}
 
 	// onDone, if set, runs once the writer is done with the frame (written,
-	// or abandoned because the connection failed mid-batch).
+	// or abandoned because the connection failed or closed first).
 	onDone func()
 
 	finished bool // writer goroutine only: finish ran
@@ -182,8 +182,10 @@ func (w *connWriter) run() {
 			w.cond.Wait()
 		}
 		if w.state == writerClosed || (w.state == writerDraining && len(w.queue) == 0) {
+			left := w.queue
 			w.queue = nil
 			w.mu.Unlock()
+			abandon(left)
 			return
 		}
 		if len(w.queue) < 8 && !w.yielded {
@@ -203,8 +205,26 @@ func (w *connWriter) run() {
 		clear(batch) // drop references so written frames can be collected
 		if err != nil {
 			w.stop(false, err)
+			w.mu.Lock()
+			left := w.queue
+			w.queue = nil
+			w.mu.Unlock()
+			abandon(left)
 			w.onError(err)
 			return
+		}
+	}
+}
+
+// abandon finishes the untracked frames a stopped writer never took, so that
+// their onDone runs (a server's response gives back its buffers and its
+// share of the in-flight budget). The writer never touched them, so nothing
+// references their payloads any more. Tracked frames (client requests) are
+// left to their senders, which withdraw them.
+func abandon(frames []*outFrame) {
+	for _, f := range frames {
+		if !f.tracked && !f.finished {
+			f.finish()
 		}
 	}
 }
