@@ -67,6 +67,11 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if c.metaKV == nil {
 		c.metaKV = c.kv
 	}
+	if c.cfg.MasterKey == nil {
+		if c.cfg.MasterKey, err = EnsureMasterKey(cfg.Dir); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+	}
 	c.rpc = rpc.NewClient(c.RPCOptions("cluster"))
 	if err := c.reserve(); err != nil {
 		return nil, err

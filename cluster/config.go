@@ -25,6 +25,9 @@ type Config struct {
 	// NoSync acknowledges writes before they reach the disk (storage, and
 	// the Pebble store the cluster opens).
 	NoSync bool
+	// MasterKey seals access-key secrets in the store; nil keeps one in
+	// Dir/master.key, drawn on the first start.
+	MasterKey []byte
 	// Token is the cluster token every peer presents; empty draws a random
 	// one for this run, unless InsecureNoToken asks for none at all.
 	Token           string

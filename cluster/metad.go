@@ -54,7 +54,8 @@ func (c *Cluster) StartMetad(i int) error {
 	}
 	srv, err := metad.New(metad.Config{KV: c.metaKV, Namespace: ns.Options{GCGrace: c.cfg.GCGrace}, Routing: src, Storage: rc,
 		RPC: c.RPCOptions(m.Name), Logger: c.cfg.Logger, DefaultChunkSize: c.cfg.ChunkSize, DefaultStripe: c.cfg.Stripe,
-		GCInterval: c.cfg.GCInterval, Mgmtd: src.Mgmtd(), Addr: m.Addr, ID: m.Name, ReapEvery: c.cfg.ReapEvery})
+		GCInterval: c.cfg.GCInterval, Mgmtd: src.Mgmtd(), Addr: m.Addr, ID: m.Name, ReapEvery: c.cfg.ReapEvery,
+		MasterKey: c.cfg.MasterKey})
 	if err != nil {
 		src.Close()
 		rc.Close()

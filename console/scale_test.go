@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/metad"
+	"github.com/flyfs/flyfs/metad/keys"
 	"github.com/flyfs/flyfs/mgmtd"
 )
 
@@ -67,7 +69,8 @@ func bigCluster(tb testing.TB, n int) (addr string, rc *rpc.Client, fs *client.F
 	if err != nil {
 		tb.Fatal(err)
 	}
-	md, err := metad.New(metad.Config{KV: db, Logger: quiet, RPC: rpc.Options{Logger: quiet}, Mgmtd: m, Addr: ml.Addr().String()})
+	md, err := metad.New(metad.Config{KV: db, Logger: quiet, RPC: rpc.Options{Logger: quiet}, Mgmtd: m, Addr: ml.Addr().String(),
+		MasterKey: bytes.Repeat([]byte{1}, keys.MasterKeySize)})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	iofs "io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/cluster"
+	"github.com/flyfs/flyfs/core/access"
 	"github.com/flyfs/flyfs/core/client"
 )
 
@@ -98,5 +100,66 @@ func TestServerProcessAndAdminFsck(t *testing.T) {
 	}
 	if out := fsck(); !strings.Contains(out, "clean") {
 		t.Fatalf("fsck after restart: %s", out)
+	}
+}
+
+// TestServerKeepsSecretsPrivate: what flyfs server keeps on disk is its
+// owner's only (directories 0700, files 0600), and no access key's secret is
+// in any of its bytes, write-ahead logs included.
+func TestServerKeepsSecretsPrivate(t *testing.T) {
+	bin := flyfsBinary(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	mgmtd, metad := freeAddr(t), freeAddr(t)
+	p := startProc(t, bin, filepath.Join(dir, "server.log"), "server", "--data", data, "--mgmtd-addr", mgmtd, "--metad-addr", metad,
+		"--chains", "2", "--s3-addr", "", "--console-addr", "")
+	waitListening(t, metad)
+	token, err := cluster.ReadToken(filepath.Join(data, cluster.TokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	fs, err := client.Dial(ctx, client.Config{Mgmtd: []string{mgmtd}, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	secret := "needle-" + strings.Repeat("s3cr3t", 6)
+	if _, err := fs.Keys().Create(ctx, access.Key{ID: "FLYNEEDLE", Secret: secret, Buckets: map[string]access.Permission{"*": access.Read}}); err != nil {
+		t.Fatal(err)
+	}
+	root, _, err := fs.Keys().EnsureRoot(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.kill() // whatever is on disk now is what an attacker reading the disk finds
+	err = filepath.WalkDir(data, func(path string, d iofs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && info.Mode().Perm() != 0o700 || !d.IsDir() && info.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s is %v: readable by others", path, info.Mode().Perm())
+		}
+		if d.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, s := range []string{secret, root.Secret} {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("%s holds a secret in plain text", path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,6 +2,8 @@ package metad
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/flyfs/flyfs/core/access"
 	"github.com/flyfs/flyfs/core/api/metaapi"
@@ -9,8 +11,30 @@ import (
 	"github.com/flyfs/flyfs/metad/keys"
 )
 
-// serveKeys registers the access-key methods over store.
-func (s *Server) serveKeys(store *keys.Store) {
+// serveKeys registers the access-key methods over the store, sealing any
+// secret still stored in plain text; without a master key every method
+// refuses.
+func (s *Server) serveKeys(cfg Config) error {
+	if cfg.MasterKey == nil {
+		for _, m := range []rpc.Method{metaapi.MethodKeyGet, metaapi.MethodKeyList, metaapi.MethodKeyCreate,
+			metaapi.MethodKeyRevoke, metaapi.MethodKeySetGrants, metaapi.MethodKeyEnsureRoot} {
+			rpc.Handle(s.rpc, m, func(context.Context, *metaapi.Empty, []byte) (*metaapi.Empty, []byte, error) {
+				return nil, nil, rpc.NewError(rpc.FailedPrecondition, "this metad has no master key, so it keeps no access keys (flyfs metad --master-key-file)")
+			})
+		}
+		return nil
+	}
+	store, err := keys.New(cfg.KV, cfg.MasterKey)
+	if err != nil {
+		return fmt.Errorf("metad: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if n, err := store.SealAll(ctx); err != nil {
+		s.log.Warn("access keys: sealing the secrets stored in plain text failed; they stay readable and are sealed at the next start", "err", err)
+	} else if n > 0 {
+		s.log.Info("access keys: sealed the secrets stored in plain text", "keys", n)
+	}
 	rpc.Handle(s.rpc, metaapi.MethodKeyGet, func(ctx context.Context, r *metaapi.KeyReq, _ []byte) (*metaapi.KeyResp, []byte, error) {
 		k, err := store.Get(ctx, r.ID)
 		return keyResp(k, false, err)
@@ -46,6 +70,7 @@ func (s *Server) serveKeys(store *keys.Store) {
 		k, created, err := store.EnsureRoot(ctx, r.Given)
 		return keyResp(k, created, err)
 	})
+	return nil
 }
 
 func keyResp(k *access.Key, created bool, err error) (*metaapi.KeyResp, []byte, error) {

@@ -17,7 +17,6 @@ import (
 	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
-	"github.com/flyfs/flyfs/metad/keys"
 	"github.com/flyfs/flyfs/metad/ns"
 	"github.com/fxamacker/cbor/v2"
 )
@@ -45,6 +44,10 @@ type Config struct {
 	Mgmtd     *client.Mgmtd
 	Addr, ID  string
 	ReapEvery time.Duration
+	// MasterKey seals access-key secrets in the store (keys.MasterKeySize
+	// bytes; every metad of a cluster needs the same). Without it the
+	// access-key methods refuse, naming what is missing.
+	MasterKey []byte
 }
 
 // Server serves the namespace over RPC.
@@ -119,7 +122,10 @@ func New(cfg Config) (*Server, error) {
 	rpc.Handle(s.rpc, metaapi.MethodSetLayout, s.setLayout)
 	rpc.Handle(s.rpc, metaapi.MethodGetLayout, s.getLayout)
 	rpc.Handle(s.rpc, metaapi.MethodFsck, s.fsck)
-	s.serveKeys(keys.New(cfg.KV))
+	if err := s.serveKeys(cfg); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 

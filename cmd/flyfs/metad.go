@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flyfs/flyfs/cluster"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/kv/kvopen"
 	"github.com/flyfs/flyfs/core/rpc"
@@ -26,6 +27,7 @@ func metadCmd() *cobra.Command {
 		listen    string
 		advertise string
 		tok       tokenOptions
+		masterKey string
 		mgmtds    []string
 	)
 	cmd := &cobra.Command{
@@ -47,9 +49,13 @@ one), and any can be restarted; clients retry on another with the same request i
 			}
 			if kvc.Engine == "" || kvc.Engine == "pebble" {
 				kvc.Dir = filepath.Join(dataDir, "meta")
-				if err := os.MkdirAll(kvc.Dir, 0o755); err != nil {
+				if err := privateState(dataDir, kvc.Dir); err != nil {
 					return err
 				}
+			}
+			master, err := metadMasterKey(masterKey, kvc.Engine, dataDir)
+			if err != nil {
+				return err
 			}
 			db, err := kvopen.Open(cmd.Context(), kvc)
 			if err != nil {
@@ -60,7 +66,7 @@ one), and any can be restarted; clients retry on another with the same request i
 			if err != nil {
 				return err
 			}
-			cfg := metad.Config{KV: db, RPC: rpc.Options{Token: token, Logger: log}, Logger: log, Addr: l.Addr().String()}
+			cfg := metad.Config{KV: db, RPC: rpc.Options{Token: token, Logger: log}, Logger: log, Addr: l.Addr().String(), MasterKey: master}
 			if advertise != "" {
 				cfg.Addr = advertise // what clients dial: a name or address reachable from them
 			}
@@ -99,6 +105,30 @@ one), and any can be restarted; clients retry on another with the same request i
 	f.StringVar(&listen, "listen", "127.0.0.1:9200", "address to serve RPCs on")
 	f.StringVar(&advertise, "advertise", "", "address registered with mgmtd for clients to dial (default: the listen address)")
 	addTokenFlags(f, &tok)
+	f.StringVar(&masterKey, "master-key-file", "", "file holding the master key that seals access-key secrets, 64 hex digits (env FLYFS_MASTER_KEY_FILE, or the key itself in FLYFS_MASTER_KEY); every metad of a cluster needs the same; default with pebble: <data>/master.key, drawn on the first start")
 	f.StringSliceVar(&mgmtds, "mgmtd", nil, "cluster manager addresses: chain tables for new files, and GC of removed files' chunks")
 	return cmd
+}
+
+// metadMasterKey finds the master key: --master-key-file, FLYFS_MASTER_KEY,
+// or with the embedded Pebble store (one process) <data>/master.key, drawn
+// on the first start. A store shared by several metad needs the key given.
+func metadMasterKey(file, engine, dataDir string) ([]byte, error) {
+	switch {
+	case file != "":
+		k, err := cluster.ReadMasterKey(file)
+		if err != nil {
+			return nil, fmt.Errorf("--master-key-file: %w", err)
+		}
+		return k, nil
+	case os.Getenv("FLYFS_MASTER_KEY") != "":
+		k, err := cluster.ParseMasterKey(os.Getenv("FLYFS_MASTER_KEY"))
+		if err != nil {
+			return nil, fmt.Errorf("FLYFS_MASTER_KEY: %w", err)
+		}
+		return k, nil
+	case engine == "" || engine == "pebble":
+		return cluster.EnsureMasterKey(dataDir)
+	}
+	return nil, fmt.Errorf("no master key: with --kv %s every metad shares the store, so each needs the same master key: give --master-key-file (or FLYFS_MASTER_KEY), e.g. from: openssl rand -hex 32", engine)
 }

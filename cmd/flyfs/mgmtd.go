@@ -69,8 +69,8 @@ func runMgmtd(ctx context.Context, o mgmtdOptions, log *slog.Logger) error {
 	}
 	if o.kv.Engine == "" || o.kv.Engine == "pebble" {
 		o.kv.Dir = o.dataDir
-		if err := os.MkdirAll(o.kv.Dir, 0o755); err != nil {
-			return fmt.Errorf("create data directory: %w", err)
+		if err := privateState(o.kv.Dir); err != nil {
+			return err
 		}
 	}
 	db, err := kvopen.Open(ctx, o.kv)

@@ -91,11 +91,11 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 	if (o.accessKey == "") != (o.secretKey == "") {
 		return fmt.Errorf("give both --access-key and --secret-key (FLYFS_ACCESS_KEY/FLYFS_SECRET_KEY), or neither")
 	}
+	if err := privateState(o.dataDir); err != nil {
+		return err
+	}
 	if o.kvc.Engine == "" || o.kvc.Engine == "pebble" {
 		o.kvc.Dir = filepath.Join(o.dataDir, "meta")
-		if err := os.MkdirAll(o.kvc.Dir, 0o755); err != nil {
-			return fmt.Errorf("create data directory: %w", err)
-		}
 	}
 	token, tokenNote, err := serverToken(o, log)
 	if err != nil {

@@ -58,6 +58,9 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 			if len(disks) == 0 {
 				return errors.New("storaged needs at least one --data directory")
 			}
+			if err := privateState(disks...); err != nil {
+				return err
+			}
 			if (routingFile == "") == (len(mgmtdAddrs) == 0) {
 				return errors.New("storaged needs exactly one of --mgmtd (a managed cluster) and --routing-file (routing by hand)")
 			}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flyfs/flyfs/cluster"
 	"github.com/flyfs/flyfs/core/api/mgmtdapi"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/kv/etcdkv"
@@ -150,10 +151,15 @@ func Start(t testing.TB, cfg Config) *Cluster {
 		c.Storaged = append(c.Storaged, p)
 		p.Start()
 	}
+	// Every metad shares the store, so every metad gets the one master key.
+	masterKey := filepath.Join(c.Dir, "master.key")
+	if _, err := cluster.EnsureMasterKey(c.Dir); err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < 2; i++ {
 		h := n.AddHost(fmt.Sprintf("metad%d", i+1))
 		p := c.proc(fmt.Sprintf("metad%d", i+1), h, append([]string{"metad", "--listen", h.Addr(metadPort),
-			"--mgmtd", c.MgmtdList(), "--token", c.Token}, kvFlags...)...)
+			"--mgmtd", c.MgmtdList(), "--token", c.Token, "--master-key-file", masterKey}, kvFlags...)...)
 		c.Metad = append(c.Metad, p)
 		p.Start()
 	}

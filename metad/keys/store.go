@@ -1,10 +1,16 @@
 // Package keys keeps the cluster's access keys in the metadata KV store: one
 // JSON record per key, so every metad on one store serves the same keys.
+// Secrets are stored sealed (AES-256-GCM) under a master key kept apart from
+// the store, so neither the store's files nor a copy of its data holds one
+// in plain text; every metad of a cluster needs the same master key.
 //
 // Key schema:
 //
-//	S3K/ + key id  → access.Key as JSON
+//	S3K/ + key id  → record: access.Key as JSON without its secret, and the sealed secret
 //	S3ROOT         → the id of the root key
+//
+// A record written before secrets were sealed holds its secret in plain text;
+// it still reads, and SealAll rewrites it sealed.
 package keys
 
 import (
@@ -26,25 +32,55 @@ var (
 func recordKey(id string) []byte { return append(append([]byte(nil), keyPrefix...), id...) }
 
 // Store keeps access keys in a KV store.
-type Store struct{ db *kv.DB }
+type Store struct {
+	db   *kv.DB
+	seal *sealer
+}
 
-// New returns a store over db.
-func New(db *kv.DB) *Store { return &Store{db: db} }
+// New returns a store over db whose secrets are sealed under master
+// (MasterKeySize bytes).
+func New(db *kv.DB, master []byte) (*Store, error) {
+	s, err := newSealer(master)
+	if err != nil {
+		return nil, fmt.Errorf("access keys: %w", err)
+	}
+	return &Store{db: db, seal: s}, nil
+}
 
-func get(ctx context.Context, tx kv.ReadTxn, id string) (*access.Key, error) {
+// record is a key as stored: its secret sealed, the plain field empty.
+type record struct {
+	access.Key
+	Sealed []byte `json:"sealed,omitempty"`
+}
+
+// decode reads a stored record; plain says its secret was not sealed.
+func (s *Store) decode(id string, v []byte) (k *access.Key, plain bool, err error) {
+	var r record
+	if err := json.Unmarshal(v, &r); err != nil {
+		return nil, false, fmt.Errorf("access key %s: %w", id, err)
+	}
+	if r.Sealed == nil {
+		return &r.Key, r.Secret != "", nil
+	}
+	if r.Key.Secret, err = s.seal.open(r.ID, r.Sealed); err != nil {
+		return nil, false, fmt.Errorf("access key %s: %w", id, err)
+	}
+	return &r.Key, false, nil
+}
+
+func (s *Store) get(ctx context.Context, tx kv.ReadTxn, id string) (*access.Key, error) {
 	v, found, err := tx.Get(ctx, recordKey(id))
 	if err != nil || !found {
 		return nil, err
 	}
-	k := new(access.Key)
-	if err := json.Unmarshal(v, k); err != nil {
-		return nil, fmt.Errorf("access key %s: %w", id, err)
-	}
-	return k, nil
+	k, _, err := s.decode(id, v)
+	return k, err
 }
 
-func put(tx kv.Txn, k *access.Key) error {
-	v, err := json.Marshal(k)
+func (s *Store) put(tx kv.Txn, k *access.Key) error {
+	r := record{Key: *k, Sealed: s.seal.seal(k.ID, k.Secret)}
+	r.Key.Secret = ""
+	v, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
@@ -57,7 +93,7 @@ func (s *Store) Get(ctx context.Context, id string) (*access.Key, error) {
 	var k *access.Key
 	err := s.db.RunRead(ctx, func(tx kv.ReadTxn) error {
 		var err error
-		k, err = get(ctx, tx, id)
+		k, err = s.get(ctx, tx, id)
 		return err
 	})
 	if err == nil && k == nil {
@@ -81,7 +117,7 @@ func (s *Store) Create(ctx context.Context, k access.Key) (*access.Key, error) {
 		k.Created = time.Now().UTC().Truncate(time.Second)
 	}
 	err := s.db.Run(ctx, func(tx kv.Txn) error {
-		old, err := get(ctx, tx, k.ID)
+		old, err := s.get(ctx, tx, k.ID)
 		if err != nil {
 			return err
 		}
@@ -89,7 +125,7 @@ func (s *Store) Create(ctx context.Context, k access.Key) (*access.Key, error) {
 		if old != nil && !same(old, &k) {
 			return access.ErrKeyExists
 		}
-		return put(tx, &k)
+		return s.put(tx, &k)
 	})
 	if err != nil {
 		return nil, err
@@ -109,7 +145,7 @@ func same(a, b *access.Key) bool {
 func (s *Store) Revoke(ctx context.Context, id string) error {
 	existed := false
 	err := s.db.Run(ctx, func(tx kv.Txn) error {
-		k, err := get(ctx, tx, id)
+		k, err := s.get(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -117,7 +153,7 @@ func (s *Store) Revoke(ctx context.Context, id string) error {
 			return nil // gone, or gone already by a re-run after "maybe committed"
 		}
 		if k.Root {
-			others, err := otherRoot(ctx, tx, id)
+			others, err := s.otherRoot(ctx, tx, id)
 			if err != nil {
 				return err
 			}
@@ -136,9 +172,9 @@ func (s *Store) Revoke(ctx context.Context, id string) error {
 }
 
 // otherRoot returns the id of a root key other than id ("" if none).
-func otherRoot(ctx context.Context, tx kv.ReadTxn, id string) (string, error) {
+func (s *Store) otherRoot(ctx context.Context, tx kv.ReadTxn, id string) (string, error) {
 	found := ""
-	err := scan(ctx, tx, func(k *access.Key) bool {
+	err := s.scan(ctx, tx, func(k *access.Key, _ bool) bool {
 		if k.Root && k.ID != id {
 			found = k.ID
 			return false
@@ -154,7 +190,7 @@ func (s *Store) SetGrants(ctx context.Context, id string, buckets map[string]acc
 		return err
 	}
 	return s.db.Run(ctx, func(tx kv.Txn) error {
-		k, err := get(ctx, tx, id)
+		k, err := s.get(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -162,7 +198,7 @@ func (s *Store) SetGrants(ctx context.Context, id string, buckets map[string]acc
 			return access.ErrNoSuchKey
 		}
 		k.Buckets = buckets
-		return put(tx, k)
+		return s.put(tx, k)
 	})
 }
 
@@ -171,14 +207,15 @@ func (s *Store) List(ctx context.Context) ([]access.Key, error) {
 	var out []access.Key
 	err := s.db.RunRead(ctx, func(tx kv.ReadTxn) error {
 		out = out[:0]
-		return scan(ctx, tx, func(k *access.Key) bool { out = append(out, *k); return true })
+		return s.scan(ctx, tx, func(k *access.Key, _ bool) bool { out = append(out, *k); return true })
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, err
 }
 
-// scan calls f with every stored key in id order until f returns false.
-func scan(ctx context.Context, tx kv.ReadTxn, f func(*access.Key) bool) error {
+// scan calls f with every stored key in id order until f returns false;
+// plain says the record's secret is not sealed.
+func (s *Store) scan(ctx context.Context, tx kv.ReadTxn, f func(k *access.Key, plain bool) bool) error {
 	r := kv.PrefixRange(keyPrefix)
 	begin := r.Begin
 	for {
@@ -187,11 +224,11 @@ func scan(ctx context.Context, tx kv.ReadTxn, f func(*access.Key) bool) error {
 			return err
 		}
 		for _, e := range res.KVs {
-			var k access.Key
-			if err := json.Unmarshal(e.Value, &k); err != nil {
-				return fmt.Errorf("access key %q: %w", e.Key, err)
+			k, plain, err := s.decode(string(e.Key[len(keyPrefix):]), e.Value)
+			if err != nil {
+				return err
 			}
-			if !f(&k) {
+			if !f(k, plain) {
 				return nil
 			}
 		}
@@ -226,7 +263,7 @@ func (s *Store) EnsureRoot(ctx context.Context, given *access.Key) (k *access.Ke
 			return err
 		}
 		if found && (given == nil || string(v) == given.ID) {
-			if k, err = get(ctx, tx, string(v)); err != nil {
+			if k, err = s.get(ctx, tx, string(v)); err != nil {
 				return err
 			}
 			if k != nil && (given == nil || k.Secret == given.Secret) && k.Root {
@@ -236,7 +273,7 @@ func (s *Store) EnsureRoot(ctx context.Context, given *access.Key) (k *access.Ke
 			if k == nil && given == nil {
 				// The marked root key was revoked while another root key
 				// remained: that one is the root key now.
-				other, err := otherRoot(ctx, tx, "")
+				other, err := s.otherRoot(ctx, tx, "")
 				if err != nil {
 					return err
 				}
@@ -244,11 +281,11 @@ func (s *Store) EnsureRoot(ctx context.Context, given *access.Key) (k *access.Ke
 					return fmt.Errorf("root access key %s was revoked and no other root key exists; set FLYFS_ACCESS_KEY/FLYFS_SECRET_KEY to give one", v)
 				}
 				tx.Set(rootKey, []byte(other))
-				k, err = get(ctx, tx, other)
+				k, err = s.get(ctx, tx, other)
 				return err
 			}
 		}
-		if err := put(tx, &nk); err != nil {
+		if err := s.put(tx, &nk); err != nil {
 			return err
 		}
 		tx.Set(rootKey, []byte(nk.ID))
@@ -259,4 +296,40 @@ func (s *Store) EnsureRoot(ctx context.Context, given *access.Key) (k *access.Ke
 		return nil, false, fmt.Errorf("root access key: %w", err)
 	}
 	return k, created, nil
+}
+
+// SealAll rewrites every record whose secret is stored in plain text with
+// its secret sealed, and reports how many it rewrote.
+func (s *Store) SealAll(ctx context.Context) (int, error) {
+	var plain []access.Key
+	err := s.db.RunRead(ctx, func(tx kv.ReadTxn) error {
+		plain = plain[:0]
+		return s.scan(ctx, tx, func(k *access.Key, p bool) bool {
+			if p {
+				plain = append(plain, *k)
+			}
+			return true
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	for i := range plain {
+		k := plain[i]
+		err := s.db.Run(ctx, func(tx kv.Txn) error {
+			v, found, err := tx.Get(ctx, recordKey(k.ID))
+			if err != nil || !found {
+				return err
+			}
+			cur, p, err := s.decode(k.ID, v)
+			if err != nil || !p {
+				return err // sealed meanwhile
+			}
+			return s.put(tx, cur)
+		})
+		if err != nil {
+			return i, err
+		}
+	}
+	return len(plain), nil
 }

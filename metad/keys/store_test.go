@@ -1,7 +1,9 @@
 package keys
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -10,9 +12,65 @@ import (
 	"github.com/flyfs/flyfs/core/kv/memkv"
 )
 
+var testMaster = bytes.Repeat([]byte{7}, MasterKeySize)
+
+func newStore(t *testing.T, db *kv.DB) *Store {
+	t.Helper()
+	s, err := New(db, testMaster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// No secret is stored in plain text; a store with another master key cannot
+// read it; records of before sealing still read and SealAll seals them.
+func TestSecretsAreSealed(t *testing.T) {
+	ctx := context.Background()
+	db := memkv.Open(kv.Options{})
+	s := newStore(t, db)
+	k, err := s.Create(ctx, access.Key{Buckets: map[string]access.Permission{"data": access.Read}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := func(id string) []byte {
+		var v []byte
+		db.RunRead(ctx, func(tx kv.ReadTxn) error { v, _, err = tx.Get(ctx, recordKey(id)); return err })
+		return v
+	}
+	if v := raw(k.ID); len(v) == 0 || bytes.Contains(v, []byte(k.Secret)) {
+		t.Fatalf("the stored record holds the secret in plain text: %s", v)
+	}
+	other, _ := New(db, bytes.Repeat([]byte{8}, MasterKeySize))
+	if _, err := other.Get(ctx, k.ID); err == nil {
+		t.Fatal("a store with another master key read the secret")
+	}
+	if _, err := New(db, []byte("short")); err == nil {
+		t.Fatal("a short master key was taken")
+	}
+	// A record of before sealing: the secret in plain text.
+	legacy, _ := json.Marshal(access.Key{ID: "FLYLEGACY", Secret: "legacy-secret-123", Buckets: map[string]access.Permission{"*": access.Read}})
+	db.Run(ctx, func(tx kv.Txn) error { tx.Set(recordKey("FLYLEGACY"), legacy); return nil })
+	if got, err := s.Get(ctx, "FLYLEGACY"); err != nil || got.Secret != "legacy-secret-123" {
+		t.Fatalf("a plain record: %+v %v", got, err)
+	}
+	if n, err := s.SealAll(ctx); err != nil || n != 1 {
+		t.Fatalf("SealAll: %d %v", n, err)
+	}
+	if v := raw("FLYLEGACY"); bytes.Contains(v, []byte("legacy-secret-123")) {
+		t.Fatal("SealAll left the secret in plain text")
+	}
+	if got, err := s.Get(ctx, "FLYLEGACY"); err != nil || got.Secret != "legacy-secret-123" {
+		t.Fatalf("after SealAll: %+v %v", got, err)
+	}
+	if n, _ := s.SealAll(ctx); n != 0 {
+		t.Fatalf("SealAll twice rewrote %d", n)
+	}
+}
+
 func TestStoreLifecycle(t *testing.T) {
 	ctx := context.Background()
-	s := New(memkv.Open(kv.Options{}))
+	s := newStore(t, memkv.Open(kv.Options{}))
 	k, err := s.Create(ctx, access.Key{UID: 7, Buckets: map[string]access.Permission{"data": access.Read}})
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +114,7 @@ func TestStoreLifecycle(t *testing.T) {
 
 func TestEnsureRoot(t *testing.T) {
 	ctx := context.Background()
-	s := New(memkv.Open(kv.Options{}))
+	s := newStore(t, memkv.Open(kv.Options{}))
 	first, created, err := s.EnsureRoot(ctx, nil)
 	if err != nil || !created || !first.Root {
 		t.Fatalf("first: %+v %v %v", first, created, err)
@@ -84,7 +142,7 @@ func TestEnsureRoot(t *testing.T) {
 	}
 	// The last root key cannot be revoked; with another root key it can,
 	// and that one is the root key from then on (a restart finds it).
-	s2 := New(memkv.Open(kv.Options{}))
+	s2 := newStore(t, memkv.Open(kv.Options{}))
 	gen, _, _ := s2.EnsureRoot(ctx, nil)
 	if err := s2.Revoke(ctx, gen.ID); !errors.Is(err, access.ErrLastRoot) {
 		t.Fatalf("revoking the only root key: %v", err)
@@ -109,7 +167,7 @@ func TestEnsureRoot(t *testing.T) {
 func TestStoreUnderFaults(t *testing.T) {
 	ctx := context.Background()
 	db := memkv.Open(kv.Options{Faults: &kv.Faults{ReadRate: 0.1, CommitRate: 0.3, Seed: 7}})
-	s := New(db)
+	s := newStore(t, db)
 	made := map[string]bool{}
 	for i := 0; i < 50; i++ {
 		k, err := s.Create(ctx, access.Key{Buckets: map[string]access.Permission{"data": access.Read}})
