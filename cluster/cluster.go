@@ -151,7 +151,9 @@ func (c *Cluster) own(addr, party string) {
 // RPCOptions are the RPC options of one party of the cluster: its token,
 // its log, and its dialer on the Network.
 func (c *Cluster) RPCOptions(party string) rpc.Options {
-	o := rpc.Options{Token: c.cfg.Token, Logger: c.cfg.Logger, DialTimeout: 2 * time.Second}
+	l := c.cfg.RPCLimits
+	o := rpc.Options{Token: c.cfg.Token, Logger: c.cfg.Logger, DialTimeout: 2 * time.Second,
+		MaxConns: l.MaxConns, MaxInflightBytes: l.MaxInflightBytes, FrameTimeout: l.FrameTimeout, MinFrameRate: l.MinFrameRate, IdleTimeout: l.IdleTimeout}
 	if c.cfg.Network != nil {
 		o.Dial = c.cfg.Network.Dialer(party)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/kv"
+	"github.com/flyfs/flyfs/core/rpc"
 )
 
 // Config shapes an in-process cluster. Zero values take the defaults named
@@ -64,6 +65,11 @@ type Config struct {
 	GCGrace    time.Duration
 	GCInterval time.Duration
 	ReapEvery  time.Duration
+
+	// RPCLimits holds the bounds of every role's RPC server (MaxConns,
+	// MaxInflightBytes, FrameTimeout, MinFrameRate, IdleTimeout; zero:
+	// core/rpc's defaults); its other fields are unused.
+	RPCLimits rpc.Options
 
 	// Network, when set, carries every connection the roles dial.
 	Network Network

@@ -28,6 +28,7 @@ func metadCmd() *cobra.Command {
 		advertise string
 		tok       tokenOptions
 		masterKey string
+		limits    rpc.Options // server bounds
 		mgmtds    []string
 	)
 	cmd := &cobra.Command{
@@ -66,7 +67,7 @@ one), and any can be restarted; clients retry on another with the same request i
 			if err != nil {
 				return err
 			}
-			cfg := metad.Config{KV: db, RPC: rpc.Options{Token: token, Logger: log}, Logger: log, Addr: l.Addr().String(), MasterKey: master}
+			cfg := metad.Config{KV: db, RPC: withLimits(rpc.Options{Token: token, Logger: log}, limits), Logger: log, Addr: l.Addr().String(), MasterKey: master}
 			if advertise != "" {
 				cfg.Addr = advertise // what clients dial: a name or address reachable from them
 			}
@@ -105,6 +106,7 @@ one), and any can be restarted; clients retry on another with the same request i
 	f.StringVar(&listen, "listen", "127.0.0.1:9200", "address to serve RPCs on")
 	f.StringVar(&advertise, "advertise", "", "address registered with mgmtd for clients to dial (default: the listen address)")
 	addTokenFlags(f, &tok)
+	addRPCFlags(f, &limits)
 	f.StringVar(&masterKey, "master-key-file", "", "file holding the master key that seals access-key secrets, 64 hex digits (env FLYFS_MASTER_KEY_FILE, or the key itself in FLYFS_MASTER_KEY); every metad of a cluster needs the same; default with pebble: <data>/master.key, drawn on the first start")
 	f.StringSliceVar(&mgmtds, "mgmtd", nil, "cluster manager addresses: chain tables for new files, and GC of removed files' chunks")
 	return cmd

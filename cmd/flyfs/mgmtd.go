@@ -21,6 +21,7 @@ import (
 type mgmtdOptions struct {
 	id, listen, advertise, dataDir string
 	tok                            tokenOptions
+	rpc                            rpc.Options // server bounds
 	heartbeatTimeout, lease        time.Duration
 	kv                             kvopen.Config
 }
@@ -55,6 +56,7 @@ single-process store, so a pebble mgmtd runs alone.`,
 	f.StringVar(&o.advertise, "advertise", "", "address peers and clients reach this mgmtd at (default: the listen address, with the host name for an unspecified host)")
 	f.StringVar(&o.dataDir, "data", "flyfs-mgmtd", "pebble: directory of the KV store")
 	addTokenFlags(f, &o.tok)
+	addRPCFlags(f, &o.rpc)
 	f.DurationVar(&o.heartbeatTimeout, "heartbeat-timeout", 6*time.Second, "T: a storage service silent this long is declared failed")
 	f.DurationVar(&o.lease, "lease", 0, "primary lease length (default: heartbeat timeout / 4)")
 	addKVFlags(f, &o.kv)
@@ -91,7 +93,7 @@ func runMgmtd(ctx context.Context, o mgmtdOptions, log *slog.Logger) error {
 		o.id = addr
 	}
 	srv, err := mgmtd.New(mgmtd.Config{ID: o.id, Addr: addr, KV: db, HeartbeatTimeout: o.heartbeatTimeout,
-		LeaseLength: o.lease, RPC: rpc.Options{Token: token, Logger: log}, Logger: log})
+		LeaseLength: o.lease, RPC: withLimits(rpc.Options{Token: token, Logger: log}, o.rpc), Logger: log})
 	if err != nil {
 		l.Close()
 		return err

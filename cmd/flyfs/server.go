@@ -15,6 +15,7 @@ import (
 	"github.com/flyfs/flyfs/console"
 	"github.com/flyfs/flyfs/core/access"
 	"github.com/flyfs/flyfs/core/kv/kvopen"
+	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/gateway"
 	"github.com/flyfs/flyfs/posix/fusefs"
 	"github.com/spf13/cobra"
@@ -39,6 +40,7 @@ type serverOptions struct {
 	// the first start and printed once.
 	accessKey, secretKey string
 	http                 httpOptions // TLS and bounds of the S3 and console servers
+	rpc                  rpc.Options // bounds of every role's RPC server
 }
 
 func serverCmd() *cobra.Command {
@@ -80,6 +82,7 @@ its own subcommand and talks to the others over loopback. Restarting on the same
 	f.StringVar(&o.accessKey, "access-key", "", "root access key, for S3 and the console (env FLYFS_ACCESS_KEY); empty: generated on the first start and printed")
 	f.StringVar(&o.secretKey, "secret-key", "", "root secret key (env FLYFS_SECRET_KEY)")
 	addHTTPFlags(f, &o.http)
+	addRPCFlags(f, &o.rpc)
 	return cmd
 }
 
@@ -108,7 +111,7 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 	defer db.Close()
 	c, err := cluster.Start(ctx, cluster.Config{Dir: o.dataDir, KV: db, NoSync: o.noSync, Token: token, InsecureNoToken: token == "",
 		MgmtdAddrs: []string{o.mgmtdAddr}, Nodes: o.disks, Chains: o.chains, Replicas: o.replicas,
-		Metads: 1, MetadAddrs: []string{o.metadAddr}, Logger: log})
+		Metads: 1, MetadAddrs: []string{o.metadAddr}, RPCLimits: o.rpc, Logger: log})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting: a clean exit

@@ -28,6 +28,7 @@ func storagedCmd() *cobra.Command {
 		listen      string
 		routingFile string
 		tok         tokenOptions
+		limits      rpc.Options // server bounds
 		noSync      bool
 		mgmtdAddrs  []string
 		advertise   string
@@ -76,7 +77,7 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 				advertise = l.Addr().String()
 			}
 			cfg := storaged.Config{Node: routing.NodeID(node), Addr: advertise, Disks: disks, Targets: tcs,
-				RPC: rpc.Options{Token: token, Logger: log}, NoSync: noSync, Logger: log,
+				RPC: withLimits(rpc.Options{Token: token, Logger: log}, limits), NoSync: noSync, Logger: log,
 				HeartbeatTimeout: hbTimeout, ResyncBytesPerSec: resyncRate}
 			if len(mgmtdAddrs) > 0 {
 				rc := rpc.NewClient(rpc.Options{Token: token, Logger: log})
@@ -120,6 +121,7 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 	f.StringVar(&listen, "listen", "127.0.0.1:9100", "address to serve RPCs on")
 	f.StringVar(&routingFile, "routing-file", "", "JSON routing information, re-read when it changes")
 	addTokenFlags(f, &tok)
+	addRPCFlags(f, &limits)
 	f.BoolVar(&noSync, "no-sync", false, "acknowledge writes before they reach the disk")
 	f.StringSliceVar(&mgmtdAddrs, "mgmtd", nil, "cluster manager addresses (comma-separated): run as a managed node")
 	f.StringVar(&advertise, "advertise", "", "address others reach this node at (default: the listen address)")

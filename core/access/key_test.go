@@ -72,3 +72,17 @@ func TestNewKeyIDAndSecret(t *testing.T) {
 		t.Fatal("two secrets alike")
 	}
 }
+
+func TestValidBucketName(t *testing.T) {
+	for _, b := range []string{"data", "a.b-c", "my-bucket-2", "xn-a", "s3alias", "123"} {
+		if !ValidBucketName(b) {
+			t.Errorf("%q refused", b)
+		}
+	}
+	for _, b := range []string{"ab", "Data", "a_b", "-ab", "ab-", "a..b", "a.-b", "192.168.1.1", string(make([]byte, 64)),
+		"xn--bcher-kva", "sthree-x", "amzn-s3-demo-x", "data-s3alias", "data--ol-s3", "data.mrap", "data--x-s3", "data--table-s3"} {
+		if ValidBucketName(b) {
+			t.Errorf("%q accepted", b)
+		}
+	}
+}

@@ -19,9 +19,17 @@ func ValidKeyID(id string) bool {
 	return true
 }
 
+// reservedBucketAffixes are the prefixes and suffixes AWS keeps for itself
+// (punycode, access point aliases, Object Lambda, directory and table
+// buckets): S3 refuses a general purpose bucket named with them.
+var (
+	reservedBucketPrefixes = []string{"xn--", "sthree-", "amzn-s3-demo-"}
+	reservedBucketSuffixes = []string{"-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"}
+)
+
 // ValidBucketName follows S3's bucket naming rules: 3 to 63 of a-z 0-9 . -,
-// starting and ending with a letter or digit, no "..", ".-" or "-.", and not
-// an IP address.
+// starting and ending with a letter or digit, no "..", ".-" or "-.", not an
+// IP address, and none of the prefixes and suffixes AWS reserves.
 func ValidBucketName(b string) bool {
 	if len(b) < 3 || len(b) > 63 {
 		return false
@@ -36,6 +44,16 @@ func ValidBucketName(b string) bool {
 	}
 	if strings.Contains(b, "..") || strings.Contains(b, ".-") || strings.Contains(b, "-.") {
 		return false
+	}
+	for _, p := range reservedBucketPrefixes {
+		if strings.HasPrefix(b, p) {
+			return false
+		}
+	}
+	for _, x := range reservedBucketSuffixes {
+		if strings.HasSuffix(b, x) {
+			return false
+		}
 	}
 	return net.ParseIP(b) == nil
 }
