@@ -10,6 +10,7 @@ import (
 
 	"github.com/flyfs/flyfs/core/api/mgmtdapi"
 	"github.com/flyfs/flyfs/core/client"
+	"github.com/flyfs/flyfs/core/clusterid"
 	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/kv/pebblekv"
 	"github.com/flyfs/flyfs/core/routing"
@@ -25,6 +26,8 @@ type Cluster struct {
 	ownKV  bool
 	rpc    *rpc.Client // the cluster's own calls: chain creation, waits
 
+	id     string // the cluster id, as the first mgmtd drew or found it
+	fresh  bool
 	mgmtds []*mgmtdRole
 	nodes  []*storageRole
 	metads []*metadRole
@@ -81,6 +84,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			return nil, err
 		}
 	}
+	c.id, c.fresh = c.Mgmtd(0).ClusterID()
 	if err := c.ensureChains(ctx); err != nil {
 		return nil, err
 	}
@@ -91,6 +95,12 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	if err := c.WaitReadable(ctx); err != nil {
 		return nil, err
+	}
+	if c.metaKV != c.kv {
+		id, _ := c.ID()
+		if err := clusterid.Adopt(ctx, c.metaKV, id); err != nil {
+			return nil, fmt.Errorf("cluster: metad's store: %w", err)
+		}
 	}
 	for i := range c.metads {
 		if err := c.StartMetad(i); err != nil {
@@ -170,12 +180,7 @@ func (c *Cluster) MetaKV() *kv.DB { return c.metaKV }
 
 // ID is the cluster's id as the first cluster manager holds it; fresh says
 // this start drew it (a new cluster).
-func (c *Cluster) ID() (id string, fresh bool) {
-	if s := c.Mgmtd(0); s != nil {
-		return s.ClusterID()
-	}
-	return "", false
-}
+func (c *Cluster) ID() (id string, fresh bool) { return c.id, c.fresh }
 
 // Mgmtd is a client of the cluster managers.
 func (c *Cluster) MgmtdClient() *client.Mgmtd { return client.NewMgmtd(c.rpc, c.MgmtdAddrs()) }

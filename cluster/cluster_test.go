@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/flyfs/flyfs/core/client"
+	"github.com/flyfs/flyfs/core/kv"
+	"github.com/flyfs/flyfs/core/kv/memkv"
 )
 
 func quickConfig(dir string) Config {
@@ -115,5 +118,24 @@ func TestConfigRefusals(t *testing.T) {
 	}
 	if _, err := Start(ctx, Config{Dir: t.TempDir(), Nodes: 1, Replicas: 2}); err == nil {
 		t.Error("a cluster with more replicas than nodes started")
+	}
+}
+
+// Storage disks remember their cluster: the same directory under another
+// cluster's managers (a store of its own here) refuses to start.
+func TestAnotherClustersDiskIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := Start(ctx, quickConfig(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	other := quickConfig(dir)
+	other.KV = memkv.Open(kv.Options{}) // another cluster: its own store, its own id
+	_, err = Start(ctx, other)
+	if err == nil || !strings.Contains(err.Error(), "belongs to cluster") {
+		t.Fatalf("a disk of another cluster: %v", err)
 	}
 }

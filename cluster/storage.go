@@ -54,7 +54,8 @@ func (c *Cluster) StartNode(i int) error {
 		rc.Close()
 		return fmt.Errorf("storaged %s: %w", n.Name, err)
 	}
-	srv, err := storaged.New(storaged.Config{Node: n.ID, Addr: n.Addr, Disks: []string{n.Dir}, Routing: src,
+	id, _ := c.ID()
+	srv, err := storaged.New(storaged.Config{Node: n.ID, Addr: n.Addr, Disks: []string{n.Dir}, Routing: src, ClusterID: id,
 		Mgmtd: src.Mgmtd(), HeartbeatTimeout: c.cfg.HeartbeatTimeout, RPC: c.RPCOptions(n.Name), NoSync: c.cfg.NoSync,
 		ForwardTimeout: c.cfg.ForwardTimeout, ResyncBytesPerSec: c.cfg.ResyncBytesPerSec, Logger: c.cfg.Logger})
 	if err != nil {

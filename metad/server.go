@@ -74,6 +74,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Routing != nil && cfg.Namespace.NewFileLayout == nil {
 		cfg.Namespace.NewFileLayout = newLayoutPicker(cfg.Routing, cfg.DefaultChunkSize, cfg.DefaultStripe, cfg.Logger).pick
 	}
+	if cfg.Mgmtd != nil {
+		if err := checkCluster(context.Background(), cfg.KV, cfg.Mgmtd); err != nil {
+			return nil, err
+		}
+	}
 	n, err := ns.New(cfg.KV, cfg.Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("metad: %w", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/mgmtdapi"
+	"github.com/flyfs/flyfs/core/clusterid"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
 )
@@ -54,7 +55,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("mgmtd", cfg.ID), instance: rand.Uint64() | 1, kick: make(chan struct{}, 1)}
-	if s.clusterID, s.freshCluster, err = ensureClusterID(context.Background(), cfg.KV); err != nil {
+	if s.clusterID, s.freshCluster, err = clusterid.Ensure(context.Background(), cfg.KV); err != nil {
 		return nil, err
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())

@@ -51,6 +51,9 @@ type Config struct {
 	// HeartbeatTimeout is T: mgmtd declares a node failed after T of silence,
 	// and a node that cannot reach mgmtd for T/2 stops serving. Default 6 s.
 	HeartbeatTimeout time.Duration
+	// ClusterID, when set, is the cluster mgmtd runs: a disk stamped with
+	// another cluster is refused, an unstamped one is stamped with it.
+	ClusterID string
 	// ResyncBytesPerSec throttles recovery transfers; 0 means 256 MiB/s.
 	ResyncBytesPerSec int64
 
@@ -120,6 +123,12 @@ func New(cfg Config) (*Server, error) {
 		locks:   newChunkLocks(), dedup: newDedup(10 * time.Minute),
 	}
 	for _, dir := range cfg.Disks {
+		if cfg.ClusterID != "" {
+			if err := checkDiskCluster(dir, cfg.ClusterID); err != nil {
+				s.closeEngines()
+				return nil, fmt.Errorf("storaged: %w", err)
+			}
+		}
 		e, err := engine.Open(dir, engine.Options{Sync: !cfg.NoSync, Logger: s.log})
 		if err != nil {
 			s.closeEngines()

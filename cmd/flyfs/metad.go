@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"github.com/flyfs/flyfs/core/kv/kvopen"
 	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/metad"
+	"github.com/flyfs/flyfs/metad/keys"
 	"github.com/spf13/cobra"
 )
 
@@ -131,6 +133,10 @@ func metadMasterKey(file, engine, dataDir string) ([]byte, error) {
 		return k, nil
 	case engine == "" || engine == "pebble":
 		return cluster.EnsureMasterKey(dataDir)
+	case engine == "mem": // a store that lives as long as this process
+		k := make([]byte, keys.MasterKeySize)
+		rand.Read(k)
+		return k, nil
 	}
 	return nil, fmt.Errorf("no master key: with --kv %s every metad shares the store, so each needs the same master key: give --master-key-file (or FLYFS_MASTER_KEY), e.g. from: openssl rand -hex 32", engine)
 }

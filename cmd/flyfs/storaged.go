@@ -90,6 +90,13 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 				}
 				defer src.Close()
 				cfg.Routing, cfg.Mgmtd = src, src.Mgmtd()
+				pctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+				p, err := src.Mgmtd().GetPrimary(pctx)
+				cancel()
+				if err != nil {
+					return fmt.Errorf("ask mgmtd %v for the cluster id: %w", mgmtdAddrs, err)
+				}
+				cfg.ClusterID = p.ClusterID
 			} else {
 				src, err := routing.OpenFile(routingFile, time.Second)
 				if err != nil {

@@ -18,7 +18,7 @@ type Space struct {
 // so no two owners can ever write the same key.
 var Keyspace = []Space{
 	{"\x00", "core/kv engines", "the engines' own bookkeeping (etcd's versionstamp counter)"},
-	{"CONF/", "mgmtd", "cluster configuration: the cluster id"},
+	{"CONF/", "core/clusterid", "cluster configuration: the cluster id (drawn by mgmtd)"},
 	{"SING", "mgmtd", "single keys: the primary's lease, the routing version"},
 	{"NODE", "mgmtd", "storage nodes' addresses"},
 	{"CHIF", "mgmtd", "chains: targets in order with their states"},
