@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,7 +87,7 @@ func adminRouting(ctx context.Context, m *client.Mgmtd) (*routing.Info, bool, er
 func adminNodesCmd(o *adminOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "nodes",
-		Short: "List the services: storage nodes with state and last heartbeat, cluster managers with the primary",
+		Short: "List every role: storage nodes with state and last heartbeat, cluster managers with the primary, and the registered services (metad, gateways, consoles, clients such as mounts)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, m, done, err := o.connect(cmd)
@@ -99,6 +100,11 @@ func adminNodesCmd(o *adminOptions) *cobra.Command {
 				return err
 			}
 			printNodes(cmd.OutOrStdout(), resp, time.Now())
+			svcs, err := m.Services(ctx, "")
+			if err != nil {
+				return fmt.Errorf("registered services: %w", err)
+			}
+			printServices(cmd.OutOrStdout(), svcs, time.Now())
 			return nil
 		},
 	}
@@ -142,6 +148,29 @@ func printNodes(out io.Writer, resp *mgmtdapi.ListNodesResp, now time.Time) {
 			role = "primary"
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\n", m.ID, m.Addr, role)
+	}
+	w.Flush()
+}
+
+// printServices renders the services registered with mgmtd.
+func printServices(out io.Writer, resp *mgmtdapi.ListServicesResp, now time.Time) {
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "SERVICES")
+	if !resp.Complete {
+		fmt.Fprintln(out, "(the primary mgmtd is new: a live service may not have registered again yet)")
+	}
+	svcs := slices.Clone(resp.Services)
+	slices.SortFunc(svcs, func(a, b mgmtdapi.ServiceStatus) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.ID, b.ID))
+	})
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "KIND\tID\tADDRESS\tSTATE\tLAST SEEN")
+	for _, s := range svcs {
+		state := "gone"
+		if s.Alive {
+			state = "alive"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s ago\n", s.Kind, s.ID, adminDash(s.Addr), state, now.Sub(time.Unix(0, s.LastSeen)).Round(100*time.Millisecond))
 	}
 	w.Flush()
 }

@@ -62,3 +62,19 @@ func TestAdminKeys(t *testing.T) {
 		t.Fatal("listed keys with a wrong cluster token")
 	}
 }
+
+// flyfs admin nodes lists every role, the metadata services and clients
+// among them.
+func TestAdminNodesListsEveryRole(t *testing.T) {
+	c := harness.StartFS(t, harness.FSConfig{Metads: 2})
+	c.FS() // a client registers as alive
+	out, err := run(t, "admin", "nodes", "--mgmtd", strings.Join(c.MgmtdAddrs(), ","), "--token", c.Token)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"STORAGE NODES", "CLUSTER MANAGERS", "SERVICES", "metad", "md1", "md2", "client"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("admin nodes lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flyfs/flyfs/core/api/mgmtdapi"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/httpserve"
 	"github.com/flyfs/flyfs/gateway"
@@ -94,6 +95,8 @@ func runGateway(ctx context.Context, o gatewayOptions, cmd *cobra.Command) error
 	if err != nil {
 		return err
 	}
+	// Registered, so that flyfs admin nodes and the console list it.
+	go fs.Mgmtd().KeepRegistered(ctx, mgmtdapi.KindGateway, l.Addr().String(), l.Addr().String(), log)
 	srv := httpserve.New(gw, o.http.limits)
 	ak, _ := gw.RootKey()
 	fmt.Fprintf(cmd.OutOrStdout(), "s3 gateway listening on %s://%s (root access key %s)\n", o.http.scheme(), l.Addr(), ak)
