@@ -242,6 +242,11 @@ func (s *Server) handleSyncDone(ctx context.Context, req *storageapi.SyncDoneReq
 	}
 	t.state.mu.Lock()
 	defer t.state.mu.Unlock()
+	if t.state.local == routing.UpToDate {
+		// A repeated recovery (routing still showed the target syncing when
+		// the first one ended) found it up to date: nothing to change.
+		return &storageapi.SyncDoneResp{}, nil, nil
+	}
 	if t.state.local != routing.Online {
 		return nil, nil, rpc.Errorf(rpc.FailedPrecondition, "target %d is %v, not being synced", t.id, t.state.local)
 	}

@@ -352,7 +352,8 @@ indices 0..n-1) and create its chains, numbered from --first-chain.
 
 Target ids: chain id * 100 + replica position + 1 (chain 7's targets are 701, 702,
 703, head first as created), so at most 99 replicas and chain ids below 42,949,672.
-Start each storage service with the targets of its node: --target ID:CHAIN:DISK.
+Storage services started with --mgmtd learn their targets from these chains; only one
+run by hand (--routing-file) is given its targets with --target ID:CHAIN:DISK.
 
 --layout balanced (default) spreads a failed disk's reads evenly over the other
 disks (routing.BalancedLayout, deterministic for a --seed); simple is the naive

@@ -3,15 +3,24 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
+	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/spf13/cobra"
 )
 
 func main() {
 	if err := rootCmd().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "flyfs:", err)
+		if rpc.CodeOf(err) == rpc.Unauthenticated {
+			fmt.Fprintln(os.Stderr, "flyfs: the cluster token is given by --token, FLYFS_TOKEN or --token-file (flyfs server keeps it in <data>/token)")
+		}
+		if errors.Is(err, syscall.EADDRINUSE) {
+			fmt.Fprintln(os.Stderr, "flyfs: another process listens on that address: stop it, or give this role other addresses (see --help for the -addr and --listen flags)")
+		}
 		os.Exit(1)
 	}
 }

@@ -32,7 +32,9 @@ func mountCmd() *cobra.Command {
 		Use:   "mount --mgmtd ADDR MOUNTPOINT",
 		Short: "Mount flyfs with FUSE",
 		Long: `Mount the cluster whose cluster manager is at --mgmtd on MOUNTPOINT and serve it
-until unmounted (umount, 'flyfs umount', or SIGINT/SIGTERM to this process).
+until unmounted (umount, 'flyfs umount', or SIGINT/SIGTERM to this process). The
+command stays in the foreground while the mount lives: run it in the background
+(or under a service manager) to go on using the shell.
 
 As root it mounts directly with mount(2), so no fusermount is needed; otherwise
 it uses fusermount. The kernel checks permissions from the file modes
@@ -94,7 +96,7 @@ func runMount(ctx context.Context, o mountOptions, dir string, out interface{ Wr
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "flyfs mounted at %s\n", m.Dir())
+	fmt.Fprintf(out, "flyfs mounted at %s; serving in the foreground until unmounted (flyfs umount %s, or Ctrl-C)\n", m.Dir(), m.Dir())
 	select {
 	case <-ctx.Done():
 		log.Info("unmounting", "dir", m.Dir())

@@ -111,7 +111,11 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 				return err
 			}
 			defer srv.Close()
-			log.Info("storaged up", "node", node, "listen", l.Addr().String(), "disks", disks, "targets", len(tcs))
+			if len(mgmtdAddrs) > 0 {
+				log.Info("storaged up; its targets come from mgmtd's chains", "node", node, "listen", l.Addr().String(), "disks", disks, "cluster", cfg.ClusterID)
+			} else {
+				log.Info("storaged up", "node", node, "listen", l.Addr().String(), "disks", disks, "targets", len(tcs))
+			}
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 			go func() { <-sig; srv.Close() }()
