@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flyfs/flyfs/core/api/metaapi"
 	"github.com/flyfs/flyfs/core/api/storageapi"
 	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
@@ -26,28 +27,48 @@ func (s *Server) runGC(ctx context.Context, interval time.Duration, batch int) {
 			return
 		case <-t.C:
 		}
-		removed, err := s.ns.GCBatch(ctx, batch)
-		if err != nil {
+		if _, err := s.collect(ctx, batch, s.ns.GCGrace()); err != nil && ctx.Err() == nil {
+			s.log.Warn("gc batch", "err", err)
+		}
+	}
+}
+
+// collected is what one collection freed.
+type collected struct {
+	Entries int    // queue entries processed (files and directory steps)
+	Files   int    // files whose chunks were deleted
+	Bytes   uint64 // their length
+}
+
+// collect takes up to batch due entries (files due grace after removal),
+// deletes the chunks of the files among them and then the inodes. A file
+// whose chunks could not all be deleted keeps its claim, which expires: it
+// is retried later.
+func (s *Server) collect(ctx context.Context, batch int, grace time.Duration) (collected, error) {
+	var c collected
+	removed, err := s.ns.GCBatchGrace(ctx, batch, grace)
+	c.Entries = len(removed)
+	if err != nil {
+		return c, err
+	}
+	var done []ns.Removed
+	for _, r := range removed {
+		if err := s.reclaim(ctx, r); err != nil {
 			if ctx.Err() == nil {
-				s.log.Warn("gc batch", "err", err)
+				s.log.Warn("gc: chunks of a removed file could not be deleted yet", "inode", r.Ino, "err", err)
 			}
 			continue
 		}
-		var done []ns.Removed
-		for _, r := range removed {
-			if err := s.reclaim(ctx, r); err != nil {
-				if ctx.Err() == nil {
-					// The claim expires and the file is due again: retried.
-					s.log.Warn("gc: chunks of a removed file could not be deleted yet", "inode", r.Ino, "err", err)
-				}
-				continue
-			}
-			done = append(done, r)
-		}
-		if err := s.ns.GCDone(ctx, done); err != nil && ctx.Err() == nil {
-			s.log.Warn("gc done", "err", err) // claims expire: redone later
-		}
+		done = append(done, r)
 	}
+	if err := s.ns.GCDone(ctx, done); err != nil {
+		return c, err // claims expire: redone later
+	}
+	for _, r := range done {
+		c.Files++
+		c.Bytes += r.Length
+	}
+	return c, nil
 }
 
 // reclaim deletes all chunks of one removed file.
@@ -111,4 +132,37 @@ func (s *Server) removeRange(ctx context.Context, chain routing.ChainID, begin, 
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// handleCollect runs collections now until one frees nothing and the queue
+// stops shrinking, or the caller's deadline comes.
+func (s *Server) handleCollect(ctx context.Context, r *metaapi.CollectReq, _ []byte) (*metaapi.CollectResp, []byte, error) {
+	if s.storage.RPC == nil {
+		return nil, nil, rpc.NewError(rpc.FailedPrecondition, "this metad runs no GC (it has no routing: flyfs metad --mgmtd)")
+	}
+	grace := s.ns.GCGrace()
+	if r.NoGrace {
+		grace = 0
+	}
+	resp := &metaapi.CollectResp{}
+	last := -1
+	for ctx.Err() == nil {
+		c, err := s.collect(ctx, 256, grace)
+		resp.Files += int64(c.Files)
+		resp.Bytes += c.Bytes
+		if err != nil {
+			return nil, nil, wire(err)
+		}
+		q, err := s.ns.GCQueueLength(ctx)
+		if err != nil {
+			return nil, nil, wire(err)
+		}
+		resp.QueueLeft = int64(q)
+		if q == 0 || c.Entries == 0 && q == last {
+			break
+		}
+		last = q
+	}
+	s.log.Info("gc run by request", "files", resp.Files, "bytes", resp.Bytes, "queue_left", resp.QueueLeft, "no_grace", r.NoGrace)
+	return resp, nil, nil
 }

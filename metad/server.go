@@ -127,6 +127,7 @@ func New(cfg Config) (*Server, error) {
 	rpc.Handle(s.rpc, metaapi.MethodSetLayout, s.setLayout)
 	rpc.Handle(s.rpc, metaapi.MethodGetLayout, s.getLayout)
 	rpc.Handle(s.rpc, metaapi.MethodFsck, s.fsck)
+	rpc.Handle(s.rpc, metaapi.MethodCollect, s.handleCollect)
 	if err := s.serveKeys(cfg); err != nil {
 		s.Close()
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/metad"
 	"github.com/flyfs/flyfs/metad/keys"
+	"github.com/flyfs/flyfs/metad/ns"
 	"github.com/spf13/cobra"
 )
 
@@ -31,6 +32,7 @@ func metadCmd() *cobra.Command {
 		tok       tokenOptions
 		masterKey string
 		limits    rpc.Options // server bounds
+		gcGrace   time.Duration
 		mgmtds    []string
 	)
 	cmd := &cobra.Command{
@@ -69,7 +71,8 @@ one), and any can be restarted; clients retry on another with the same request i
 			if err != nil {
 				return err
 			}
-			cfg := metad.Config{KV: db, RPC: withLimits(rpc.Options{Token: token, Logger: log}, limits), Logger: log, Addr: l.Addr().String(), MasterKey: master}
+			cfg := metad.Config{KV: db, RPC: withLimits(rpc.Options{Token: token, Logger: log}, limits), Logger: log, Addr: l.Addr().String(), MasterKey: master,
+				Namespace: ns.Options{GCGrace: graceOption(gcGrace)}}
 			if advertise != "" {
 				cfg.Addr = advertise // what clients dial: a name or address reachable from them
 			}
@@ -109,6 +112,7 @@ one), and any can be restarted; clients retry on another with the same request i
 	f.StringVar(&advertise, "advertise", "", "address registered with mgmtd for clients to dial (default: the listen address)")
 	addTokenFlags(f, &tok)
 	addRPCFlags(f, &limits)
+	f.DurationVar(&gcGrace, "gc-grace", 5*time.Minute, "how long removed files keep their chunks, so readers that have them open keep reading (0: none; flyfs admin gc collects now)")
 	f.StringVar(&masterKey, "master-key-file", "", "file holding the master key that seals access-key secrets, 64 hex digits (env FLYFS_MASTER_KEY_FILE, or the key itself in FLYFS_MASTER_KEY); every metad of a cluster needs the same; default with pebble: <data>/master.key, drawn on the first start")
 	f.StringSliceVar(&mgmtds, "mgmtd", nil, "cluster manager addresses: chain tables for new files, and GC of removed files' chunks")
 	return cmd
@@ -139,4 +143,13 @@ func metadMasterKey(file, engine, dataDir string) ([]byte, error) {
 		return k, nil
 	}
 	return nil, fmt.Errorf("no master key: with --kv %s every metad shares the store, so each needs the same master key: give --master-key-file (or FLYFS_MASTER_KEY), e.g. from: openssl rand -hex 32", engine)
+}
+
+// graceOption is a --gc-grace as ns.Options takes it (there 0 is the
+// default and a negative value none).
+func graceOption(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/flyfs/flyfs/cluster"
 	"github.com/flyfs/flyfs/cluster/frontend"
@@ -41,6 +42,7 @@ type serverOptions struct {
 	accessKey, secretKey string
 	http                 httpOptions // TLS and bounds of the S3 and console servers
 	rpc                  rpc.Options // bounds of every role's RPC server
+	gcGrace              time.Duration
 }
 
 func serverCmd() *cobra.Command {
@@ -83,6 +85,7 @@ its own subcommand and talks to the others over loopback. Restarting on the same
 	f.StringVar(&o.secretKey, "secret-key", "", "root secret key (env FLYFS_SECRET_KEY)")
 	addHTTPFlags(f, &o.http)
 	addRPCFlags(f, &o.rpc)
+	f.DurationVar(&o.gcGrace, "gc-grace", 5*time.Minute, "how long removed files keep their chunks, so readers that have them open keep reading (0: none; flyfs admin gc collects now)")
 	return cmd
 }
 
@@ -111,7 +114,7 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 	defer db.Close()
 	c, err := cluster.Start(ctx, cluster.Config{Dir: o.dataDir, KV: db, NoSync: o.noSync, Token: token, InsecureNoToken: token == "",
 		MgmtdAddrs: []string{o.mgmtdAddr}, Nodes: o.disks, Chains: o.chains, Replicas: o.replicas,
-		Metads: 1, MetadAddrs: []string{o.metadAddr}, RPCLimits: o.rpc, Logger: log})
+		Metads: 1, MetadAddrs: []string{o.metadAddr}, RPCLimits: o.rpc, GCGrace: graceOption(o.gcGrace), Logger: log})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting: a clean exit

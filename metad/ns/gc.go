@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	"github.com/flyfs/flyfs/core/kv"
 )
@@ -56,6 +57,12 @@ func (o *op) queueGC(in *Inode, at int64) {
 // returns leaks those files' chunks (storage-side orphan scans catch them).
 // An empty answer does not mean an empty queue: see GCQueueLength.
 func (n *Namespace) GCBatch(ctx context.Context, budget int) ([]Removed, error) {
+	return n.GCBatchGrace(ctx, budget, n.opts.GCGrace)
+}
+
+// GCBatchGrace is GCBatch with files due grace after their removal instead
+// of Options.GCGrace (an operator freeing space now asks for none).
+func (n *Namespace) GCBatchGrace(ctx context.Context, budget int, grace time.Duration) ([]Removed, error) {
 	var out []Removed
 	done := 0
 	start := rand.IntN(gcShards)
@@ -64,7 +71,7 @@ func (n *Namespace) GCBatch(ctx context.Context, budget int) ([]Removed, error) 
 		for s := 0; s < gcShards && done < budget; s++ {
 			shard := (start + s) % gcShards
 			for done < budget {
-				got, count, err := n.gcStep(ctx, kind, shard, budget-done)
+				got, count, err := n.gcStep(ctx, kind, shard, budget-done, grace)
 				if err != nil {
 					return out, fmt.Errorf("ns: gc: %w", err)
 				}
@@ -81,7 +88,7 @@ func (n *Namespace) GCBatch(ctx context.Context, budget int) ([]Removed, error) 
 
 // gcStep processes due entries of one (kind, shard) range in one transaction:
 // one directory expansion step, or up to GCExpandBatch files.
-func (n *Namespace) gcStep(ctx context.Context, kind gcKind, shard, budget int) ([]Removed, int, error) {
+func (n *Namespace) gcStep(ctx context.Context, kind gcKind, shard, budget int, grace time.Duration) ([]Removed, int, error) {
 	req := NewRequestID()
 	var removed []Removed
 	var count int
@@ -98,7 +105,7 @@ func (n *Namespace) gcStep(ctx context.Context, kind gcKind, shard, budget int) 
 		cutoff := o.now
 		limit := 1
 		if kind == gcFile {
-			cutoff -= n.opts.GCGrace.Nanoseconds()
+			cutoff -= grace.Nanoseconds()
 			limit = min(budget, n.opts.GCExpandBatch)
 		}
 		res, err := o.tx.GetRange(o.ctx, gcRange(kind, shard), gcDue(kind, shard, cutoff), kv.RangeOptions{Limit: limit})
@@ -114,7 +121,7 @@ func (n *Namespace) gcStep(ctx context.Context, kind gcKind, shard, budget int) 
 			if kind == gcDir {
 				err = o.expandDir(e.Key, &ent)
 			} else {
-				r, err = o.reclaimFile(e.Key, &ent)
+				r, err = o.reclaimFile(e.Key, &ent, grace)
 			}
 			if err != nil {
 				return err
@@ -179,7 +186,7 @@ func (o *op) expandDir(key []byte, ent *gcEntry) error {
 // entry moves to become due again GCClaim from now, so a worker that crashes
 // before GCDone only delays reclaiming: another worker takes the file then
 // (deleting chunks twice is harmless).
-func (o *op) reclaimFile(key []byte, ent *gcEntry) (*Removed, error) {
+func (o *op) reclaimFile(key []byte, ent *gcEntry, grace time.Duration) (*Removed, error) {
 	o.tx.Clear(key)
 	in, err := o.inode(ent.Ino)
 	if errors.Is(err, ErrNotExist) {
@@ -197,9 +204,11 @@ func (o *op) reclaimFile(key []byte, ent *gcEntry) (*Removed, error) {
 	}
 	claimed := *ent
 	claimed.Claimed = o.now
-	// Due at now+GCClaim: the queue is ordered by removal time and files are
-	// due GCGrace after it.
-	at := o.now + o.n.opts.GCClaim.Nanoseconds() - o.n.opts.GCGrace.Nanoseconds()
+	// Due at now+GCClaim for whoever claims with this grace: the queue is
+	// ordered by removal time and files are due grace after it. (A worker
+	// with a longer grace sees it due later; one with none may take a claim
+	// of a worker with a grace again: deleting chunks twice is harmless.)
+	at := o.now + o.n.opts.GCClaim.Nanoseconds() - grace.Nanoseconds()
 	claim := gcKey(gcFile, in.ID, at)
 	o.tx.Set(claim, encode(&claimed))
 	return &Removed{Ino: in.ID, Layout: in.Layout, Length: in.Length, StripeHint: in.StripeHint, RemovedAt: ent.RemovedAt, Claim: claim}, nil
@@ -253,6 +262,9 @@ func (n *Namespace) GCDone(ctx context.Context, done []Removed) error {
 	}
 	return nil
 }
+
+// GCGrace is how long removed files keep their chunks (Options.GCGrace).
+func (n *Namespace) GCGrace() time.Duration { return n.opts.GCGrace }
 
 // GCQueueLength returns how many entries the GC queue holds (due or not).
 func (n *Namespace) GCQueueLength(ctx context.Context) (int, error) {
