@@ -9,9 +9,10 @@ import (
 )
 
 // Primary election. Every mgmtd runs renewLease every LeaseLength/3: one
-// transaction on the lease record that takes it when it is absent or expired
-// (starting a new term), extends it when this process holds it, and otherwise
-// only notes who the primary is. The same transaction refreshes this mgmtd's
+// transaction on the lease record that extends it when this process holds
+// it (in the same term, even when the round ran late and it lapsed), takes
+// it when it is absent or expired (starting a new term), and otherwise only
+// notes who the primary is. The same transaction refreshes this mgmtd's
 // entry in the registry of cluster managers.
 //
 // A process acts as primary (primaryTerm) only while its own clock says the
@@ -55,7 +56,11 @@ func (s *Server) renewLease() {
 		}
 		expiry := now.Add(s.cfg.LeaseLength).UnixNano()
 		switch {
-		case found && cur.Holder == s.cfg.ID && cur.Instance == s.instance && cur.Expiry > now.UnixNano():
+		case found && cur.Holder == s.cfg.ID && cur.Instance == s.instance:
+			// Ours: extend it in the same term, even if this round ran late
+			// and it lapsed meanwhile. Nobody took it (the record is still
+			// ours, and a takeover would conflict with this transaction), so
+			// a new term would only make this primary depose itself.
 			cur.Expiry, cur.Addr = expiry, s.cfg.Addr
 			rec, mine = cur, true
 			tx.Set(leaseKey, encode(rec))

@@ -189,3 +189,33 @@ func TestBootstrappingAfterTakeover(t *testing.T) {
 		t.Errorf("after the window: bootstrapping %v, %v", resp != nil && resp.Bootstrapping, err)
 	}
 }
+
+// TestLateRenewalKeepsTheTerm: a renewal that comes after the lease lapsed
+// (a loaded store, a paused process) finds the lease still its own and
+// extends it in the same term: the primary does not depose itself and
+// reload everything in a new term.
+func TestLateRenewalKeepsTheTerm(t *testing.T) {
+	c := newCluster(t, 1, timing{T: 600 * time.Millisecond, L: 150 * time.Millisecond})
+	p := c.primary()
+	term := p.primaryTerm().id
+	// The lease lapses: its record says it expired a while ago, as after a
+	// renewal round that ran late.
+	ctx := context.Background()
+	err := p.cfg.KV.Run(ctx, func(tx kv.Txn) error {
+		rec, _, err := readLease(ctx, tx)
+		if err != nil {
+			return err
+		}
+		rec.Expiry = time.Now().Add(-time.Second).UnixNano()
+		tx.Set(leaseKey, encode(rec))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.renewLease()
+	pt := p.primaryTerm()
+	if pt == nil || pt.id != term {
+		t.Fatalf("after a late renewal: term %v, want still primary in term %d", pt, term)
+	}
+}
