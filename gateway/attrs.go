@@ -31,6 +31,9 @@ const (
 	xattrStride  = "user.s3.stride"
 )
 
+// maxObjectRecord bounds the user.s3.object record.
+const maxObjectRecord = 60 << 10
+
 // maxUserMeta is S3's limit on the size of x-amz-meta-* headers.
 const maxUserMeta = 2 << 10
 
@@ -50,6 +53,9 @@ type objectMeta struct {
 	ChecksumType string            `json:"checksum_type,omitempty"`
 	// Parts: sizes of a multipart object's parts (GET ?partNumber=).
 	Parts []int64 `json:"parts,omitempty"`
+	// PartSums: the parts' checksums (base64, ChecksumAlgo), when the
+	// upload had one (GetObjectAttributes lists them).
+	PartSums []string `json:"part_sums,omitempty"`
 	// Tags counts user.s3.tagging's tags, so GET answers
 	// x-amz-tagging-count without reading them.
 	Tags int `json:"tags,omitempty"`
@@ -203,7 +209,7 @@ func (g *Gateway) storeMeta(ctx context.Context, ino uint64, om *objectMeta) err
 	if err != nil {
 		return err
 	}
-	if len(v) > 60<<10 {
+	if len(v) > maxObjectRecord {
 		return errCode("MetadataTooLarge", "")
 	}
 	return g.meta.SetXattr(ctx, ino, xattrObject, v, 0)

@@ -2,9 +2,12 @@ package gateway
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -89,10 +92,37 @@ func (g *Gateway) bucketPublicRead(ctx context.Context, bucket string) bool {
 	return err == nil && string(v) == "public-read"
 }
 
+// listBuckets is ListBuckets: the buckets the key sees, in name order;
+// prefix, bucket-region, max-buckets and continuation-token (the last name
+// of the page before, opaque to clients) as S3 has them.
 func (g *Gateway) listBuckets(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
 	ctx := r.Context()
-	res := listAllMyBucketsResult{NS: s3NS, Owner: owner{ID: rc.ownerID(), DisplayName: rc.ownerID()}, Buckets: []bucketInfo{}}
+	q := r.URL.Query()
+	prefix := q.Get("prefix")
+	maxBuckets := 0 // all
+	if v := q.Get("max-buckets"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			return errCode("InvalidArgument", "max-buckets must be an integer between 1 and 10000.")
+		}
+		maxBuckets = n
+	}
 	after := ""
+	if q.Has("continuation-token") {
+		raw, err := base64.RawURLEncoding.DecodeString(q.Get("continuation-token"))
+		if err != nil || len(raw) == 0 {
+			return errCode("InvalidArgument", "The continuation token provided is incorrect.")
+		}
+		after = string(raw)
+	}
+	res := listAllMyBucketsResult{NS: s3NS, Owner: owner{ID: rc.ownerID(), DisplayName: rc.ownerID()}, Buckets: []bucketInfo{}, Prefix: prefix}
+	if region := q.Get("bucket-region"); region != "" && region != g.cfg.Region {
+		return writeXML(w, res) // every bucket is in this gateway's region
+	}
+	if prefix > after {
+		// Names up to the prefix's predecessor cannot match it.
+		after = prefix[:len(prefix)-1]
+	}
 	for {
 		ents, more, err := g.meta.ReadDir(ctx, g.rootIno, after, 1000, true)
 		if err != nil {
@@ -100,7 +130,7 @@ func (g *Gateway) listBuckets(w http.ResponseWriter, r *http.Request, rc *reqCtx
 		}
 		for _, e := range ents {
 			after = e.Name
-			if e.Type != metaapi.TypeDir || !access.ValidBucketName(e.Name) || !rc.key.SeesBucket(e.Name) {
+			if e.Type != metaapi.TypeDir || !access.ValidBucketName(e.Name) || !rc.key.SeesBucket(e.Name) || !strings.HasPrefix(e.Name, prefix) {
 				continue
 			}
 			created := time.Now()
@@ -115,11 +145,15 @@ func (g *Gateway) listBuckets(w http.ResponseWriter, r *http.Request, rc *reqCtx
 			}
 			res.Buckets = append(res.Buckets, bucketInfo{Name: e.Name, CreationDate: s3Time(created)})
 		}
-		if !more || len(ents) == 0 {
+		if !more || len(ents) == 0 || (prefix != "" && after > prefix && !strings.HasPrefix(after, prefix)) {
 			break
 		}
 	}
 	sort.Slice(res.Buckets, func(i, j int) bool { return res.Buckets[i].Name < res.Buckets[j].Name })
+	if maxBuckets > 0 && len(res.Buckets) > maxBuckets {
+		res.Buckets = res.Buckets[:maxBuckets]
+		res.ContinuationToken = base64.RawURLEncoding.EncodeToString([]byte(res.Buckets[maxBuckets-1].Name))
+	}
 	return writeXML(w, res)
 }
 
@@ -141,6 +175,9 @@ func (g *Gateway) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCt
 		return errCode("NotImplemented", "Only the private and public-read canned ACLs are supported.")
 	}
 	in, err := g.meta.Mkdir(ctx, g.rootIno, rc.bucket, 0o755, rc.creds())
+	if errnoOf(err) == syscall.EEXIST {
+		return g.bucketTaken(ctx, rc)
+	}
 	if err != nil {
 		return nsError(err, bucketCreate, "")
 	}
@@ -156,6 +193,31 @@ func (g *Gateway) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCt
 	w.Header().Set("Location", "/"+rc.bucket)
 	w.WriteHeader(http.StatusOK)
 	return nil
+}
+
+// bucketTaken answers a CreateBucket of a name that is taken: the
+// requester's own bucket (the root key's, or one it sees whose directory
+// its UID owns) is BucketAlreadyOwnedByYou; anything else that holds the
+// name (another owner's bucket, a file at the top of the namespace) is
+// BucketAlreadyExists.
+func (g *Gateway) bucketTaken(ctx context.Context, rc *reqCtx) error {
+	in, err := g.meta.Lookup(ctx, g.rootIno, rc.bucket)
+	if err != nil {
+		if errnoOf(err) == syscall.ENOENT {
+			return errCode("ConditionalRequestConflict", "") // gone again at once: let the client retry
+		}
+		return err
+	}
+	if in.Type == metaapi.TypeDir && rc.key != nil && (rc.key.Root || (rc.key.SeesBucket(rc.bucket) && in.UID == rc.key.UID)) {
+		return errCode("BucketAlreadyOwnedByYou", "")
+	}
+	return errCode("BucketAlreadyExists", "")
+}
+
+// nameTaken says whether anything holds the top-level name of a bucket.
+func (g *Gateway) nameTaken(ctx context.Context, bucket string) bool {
+	_, err := g.meta.Lookup(ctx, g.rootIno, bucket)
+	return err == nil
 }
 
 func (g *Gateway) headBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
@@ -225,6 +287,9 @@ func (g *Gateway) putBucketACL(w http.ResponseWriter, r *http.Request, rc *reqCt
 	in, err := g.bucketInode(ctx, rc.bucket)
 	if err != nil {
 		return err
+	}
+	if !bodyEmpty(rc) {
+		return errCode("NotImplemented", "An access control policy document (a PutBucketAcl body) is not supported: use the x-amz-acl header with private or public-read.")
 	}
 	switch r.Header.Get("X-Amz-Acl") {
 	case "public-read":

@@ -58,12 +58,12 @@ func (g *Gateway) deleteOne(ctx context.Context, bucket, key, ifMatch string) er
 // becomes implicit and disappears with its last object.
 func (g *Gateway) deleteMarker(ctx context.Context, o objectPath, parent metaapi.Inode, ifMatch string) error {
 	cur, err := g.meta.Lookup(ctx, parent.ID, o.name())
+	if err != nil && errnoOf(err) != syscall.ENOENT {
+		return err // not known to be absent
+	}
 	if err != nil || cur.Type != metaapi.TypeDir || cur.Implicit {
 		if ifMatch != "" {
 			return errCode("NoSuchKey", "")
-		}
-		if err != nil && errnoOf(err) != syscall.ENOENT {
-			return err
 		}
 		return nil
 	}

@@ -76,7 +76,20 @@ var s3Errors = map[string]struct {
 	"XAmzContentSHA256Mismatch":         {http.StatusBadRequest, "The provided 'x-amz-content-sha256' header does not match what was computed."},
 	"InvalidChunkSizeError":             {http.StatusBadRequest, "Only the last chunk is allowed to have a size less than 8192 bytes"},
 	"NotModified":                       {http.StatusNotModified, "Not Modified"},
+
+	// What AWS answers for a bucket configuration the bucket does not have.
+	"NoSuchBucketPolicy":                             {http.StatusNotFound, noConfig},
+	"NoSuchCORSConfiguration":                        {http.StatusNotFound, noConfig},
+	"NoSuchLifecycleConfiguration":                   {http.StatusNotFound, noConfig},
+	"NoSuchWebsiteConfiguration":                     {http.StatusNotFound, noConfig},
+	"NoSuchPublicAccessBlockConfiguration":           {http.StatusNotFound, noConfig},
+	"ObjectLockConfigurationNotFoundError":           {http.StatusNotFound, noConfig},
+	"OwnershipControlsNotFoundError":                 {http.StatusNotFound, noConfig},
+	"ReplicationConfigurationNotFoundError":          {http.StatusNotFound, noConfig},
+	"ServerSideEncryptionConfigurationNotFoundError": {http.StatusNotFound, noConfig},
 }
+
+const noConfig = "The bucket has no such configuration."
 
 // errCode builds the APIError for code, with msg replacing the default
 // message when non-empty.
@@ -230,10 +243,24 @@ type errorBody struct {
 
 // errnoOf extracts the POSIX errno of a namespace error, whether it arrives
 // as a syscall.Errno (wrapped in a path error) or still as a wire error.
+// It is 0 only for nil: an error that carries no errno (a lost connection,
+// a timeout, a metad that did not answer) is errNoErrno, which no decision
+// on an errno takes for success or for a known outcome.
 func errnoOf(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
 	var e syscall.Errno
-	if errors.As(err, &e) {
+	if errors.As(err, &e) && e != 0 {
 		return e
 	}
-	return metaapi.Errno(err)
+	if e := metaapi.Errno(err); e != 0 {
+		return e
+	}
+	return errNoErrno
 }
+
+// errNoErrno is errnoOf's answer for an error without an errno; no table
+// row has it, so such an error stays itself (an InternalError, or SlowDown
+// for an expired deadline).
+const errNoErrno = syscall.Errno(^uint32(0) >> 1)

@@ -50,13 +50,18 @@ type Config struct {
 type Gateway struct {
 	cfg     Config
 	fs      *client.FS
-	meta    *client.Meta
+	meta    namespace
 	keys    *client.Keys
 	root    *access.Key
 	log     *slog.Logger
 	router  *mux.Router
 	metrics *metrics
 	now     func() time.Time
+
+	// bucketOps and objectOps map subresource -> method -> operation;
+	// subresource holds every subresource name either has.
+	bucketOps, objectOps opTable
+	subresource          map[string]bool
 
 	rootIno    uint64
 	stagingIno uint64 // /.flyfs-s3/staging
@@ -69,6 +74,32 @@ type Gateway struct {
 	stopOnce sync.Once
 	wg       sync.WaitGroup
 }
+
+// namespace is what the gateway asks of the metadata service: the calls
+// of client.Meta it makes (an interface, so that tests can stand between
+// the two and fail a chosen call).
+type namespace interface {
+	Stat(ctx context.Context, ino uint64) (metaapi.Inode, error)
+	Lookup(ctx context.Context, parent uint64, name string) (metaapi.Inode, error)
+	Resolve(ctx context.Context, path string, followLast bool) (metaapi.Inode, error)
+	Create(ctx context.Context, parent uint64, name string, mode uint32, flags int, cr client.Creds) (in metaapi.Inode, session []byte, created bool, err error)
+	Open(ctx context.Context, ino uint64, flags int, cr client.Creds) (metaapi.Inode, []byte, error)
+	Mkdir(ctx context.Context, parent uint64, name string, mode uint32, cr client.Creds) (metaapi.Inode, error)
+	MkdirAll(ctx context.Context, path string, mode uint32, cr client.Creds, implicit bool) (metaapi.Inode, error)
+	Unlink(ctx context.Context, req metaapi.RemoveReq) error
+	Rmdir(ctx context.Context, parent uint64, name string) error
+	RemoveAll(ctx context.Context, parent uint64, name string) error
+	Rename(ctx context.Context, req metaapi.RenameReq) error
+	ReadDir(ctx context.Context, dir uint64, after string, limit int, plus bool) ([]metaapi.DirEntry, bool, error)
+	ReadDirXattr(ctx context.Context, dir uint64, after string, limit int, name string) ([]metaapi.DirEntry, bool, error)
+	SetAttr(ctx context.Context, ino uint64, req metaapi.SetAttrReq) (metaapi.Inode, error)
+	GetXattr(ctx context.Context, ino uint64, name string) ([]byte, error)
+	SetXattr(ctx context.Context, ino uint64, name string, value []byte, flags int) error
+	ListXattr(ctx context.Context, ino uint64) ([]string, error)
+	RemoveXattr(ctx context.Context, ino uint64, name string) error
+}
+
+var _ namespace = (*client.Meta)(nil)
 
 // New builds a gateway over a namespace and a key store. It creates the
 // hidden staging directories and, without a configured root key, the

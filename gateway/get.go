@@ -59,10 +59,9 @@ func objectHeaders(h http.Header, in metaapi.Inode, om *objectMeta, etag string)
 			h.Set(k, v)
 		}
 		for k, v := range om.Meta {
-			h["X-Amz-Meta-"+http.CanonicalHeaderKey(k)] = []string{v}
-		}
-		if len(om.Parts) > 0 && om.Gen == in.Gen {
-			h.Set("X-Amz-Mp-Parts-Count", strconv.Itoa(len(om.Parts)))
+			// As stored (lower case), as S3 sends them: clients that keep
+			// a header's case (botocore) read the name from it.
+			h["x-amz-meta-"+k] = []string{v}
 		}
 	}
 	if h.Get("Content-Type") == "" {
@@ -154,19 +153,25 @@ func (g *Gateway) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 		if err != nil || n < 1 || n > maxParts {
 			return errCode("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive.")
 		}
+		if r.Header.Get("Range") != "" {
+			return errCode("InvalidRequest", "Cannot specify both Range header and partNumber query parameter")
+		}
+		// A part is a range: 206 with its Content-Range, and the parts
+		// count when the object was uploaded in parts (only then, as S3).
 		parts := []int64{size}
 		if om != nil && len(om.Parts) > 0 && om.Gen == in.Gen {
 			parts = om.Parts
+			h.Set("X-Amz-Mp-Parts-Count", strconv.Itoa(len(parts)))
 		}
 		if n > len(parts) {
+			h.Del("X-Amz-Mp-Parts-Count")
 			return errCode("InvalidPart", "The object has %d parts.", len(parts))
 		}
 		for _, p := range parts[:n-1] {
 			start += p
 		}
 		length = parts[n-1]
-		partial = len(parts) > 1
-		h.Set("X-Amz-Mp-Parts-Count", strconv.Itoa(len(parts)))
+		partial = length > 0
 	} else if rv := r.Header.Get("Range"); rv != "" {
 		s, l, err := parseRange(rv, size)
 		if err != nil {
@@ -229,24 +234,54 @@ func (g *Gateway) getObjectAttributes(w http.ResponseWriter, r *http.Request, rc
 	}
 	valid := om != nil && om.Gen == in.Gen
 	if want["Checksum"] && valid && om.Checksum != "" {
-		c := &checksums{}
-		switch om.ChecksumAlgo {
-		case "crc32":
-			c.ChecksumCRC32 = om.Checksum
-		case "crc32c":
-			c.ChecksumCRC32C = om.Checksum
-		case "crc64nvme":
-			c.ChecksumCRC64NVME = om.Checksum
-		case "sha1":
-			c.ChecksumSHA1 = om.Checksum
-		case "sha256":
-			c.ChecksumSHA256 = om.Checksum
-		}
-		res.Checksum = c
+		c := checksumsOf(om.ChecksumAlgo, om.Checksum)
+		res.Checksum = &c
 	}
 	if want["ObjectParts"] && valid && len(om.Parts) > 0 {
-		res.ObjectParts = &objParts{TotalPartsCount: len(om.Parts)}
+		maxParts, marker := 1000, 0
+		if v := r.Header.Get("X-Amz-Max-Parts"); v != "" {
+			if maxParts, err = strconv.Atoi(v); err != nil || maxParts < 0 {
+				return errCode("InvalidArgument", "x-amz-max-parts must be a non-negative integer.")
+			}
+			maxParts = min(maxParts, 1000)
+		}
+		if v := r.Header.Get("X-Amz-Part-Number-Marker"); v != "" {
+			if marker, err = strconv.Atoi(v); err != nil || marker < 0 {
+				return errCode("InvalidArgument", "x-amz-part-number-marker must be a non-negative integer.")
+			}
+		}
+		op := &objParts{PartsCount: len(om.Parts), PartNumberMarker: marker, MaxParts: maxParts}
+		// The parts are listed when they have checksums, as S3 lists them.
+		if len(om.PartSums) == len(om.Parts) {
+			for i := marker; i < len(om.Parts); i++ {
+				if len(op.Parts) == maxParts {
+					op.IsTruncated = true
+					break
+				}
+				op.Parts = append(op.Parts, objPart{PartNumber: i + 1, Size: om.Parts[i], checksums: checksumsOf(om.ChecksumAlgo, om.PartSums[i])})
+				op.NextPartNumberMarker = i + 1
+			}
+		}
+		res.ObjectParts = op
 	}
 	w.Header().Set("Last-Modified", time.Unix(0, in.Mtime).UTC().Format(http.TimeFormat))
 	return writeXML(w, res)
+}
+
+// checksumsOf puts a checksum in the element of its algorithm.
+func checksumsOf(algo, sum string) checksums {
+	var c checksums
+	switch algo {
+	case "crc32":
+		c.ChecksumCRC32 = sum
+	case "crc32c":
+		c.ChecksumCRC32C = sum
+	case "crc64nvme":
+		c.ChecksumCRC64NVME = sum
+	case "sha1":
+		c.ChecksumSHA1 = sum
+	case "sha256":
+		c.ChecksumSHA256 = sum
+	}
+	return c
 }

@@ -273,9 +273,12 @@ func (l *lister) objectInfos(fetchOwner bool, encode func(string) string) ([]obj
 	return objs, cps
 }
 
-// s3URLEncode encodes a key for encoding-type=url (slashes kept).
+// s3URLEncode encodes a key for encoding-type=url as S3 does: percent
+// escapes, a space as %20 (never '+', which only form decoding reads as a
+// space), slashes kept.
 func s3URLEncode(s string) string {
-	return strings.ReplaceAll(url.QueryEscape(s), "%2F", "/")
+	// QueryEscape leaves '+' for spaces only (a '+' itself becomes %2B).
+	return strings.ReplaceAll(strings.ReplaceAll(url.QueryEscape(s), "%2F", "/"), "+", "%20")
 }
 
 func listParams(r *http.Request) (prefix, delim string, maxKeys int, encode func(string) string, err error) {
@@ -289,15 +292,22 @@ func listParams(r *http.Request) (prefix, delim string, maxKeys int, encode func
 		}
 		maxKeys = min(n, defaultMaxKeys)
 	}
-	encode = func(s string) string { return s }
-	switch et := q.Get("encoding-type"); et {
-	case "":
-	case "url":
-		encode = s3URLEncode
-	default:
-		return "", "", 0, nil, errCode("InvalidArgument", "Invalid Encoding Method specified in Request")
+	encode, err = encodingOf(q)
+	if err != nil {
+		return "", "", 0, nil, err
 	}
 	return prefix, delim, maxKeys, encode, nil
+}
+
+// encodingOf reads a listing's encoding-type.
+func encodingOf(q url.Values) (func(string) string, error) {
+	switch et := q.Get("encoding-type"); et {
+	case "":
+		return func(s string) string { return s }, nil
+	case "url":
+		return s3URLEncode, nil
+	}
+	return nil, errCode("InvalidArgument", "Invalid Encoding Method specified in Request")
 }
 
 func (g *Gateway) listObjectsV2(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {

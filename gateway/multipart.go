@@ -426,6 +426,7 @@ func (g *Gateway) completeMultipartUpload(w http.ResponseWriter, r *http.Request
 	var total int64
 	sizes := make([]int64, len(recs))
 	var sums [][]byte
+	var partSums []string
 	for i, p := range req.Parts {
 		rec := recs[i]
 		if rec == nil || strings.Trim(p.ETag, `"`) != rec.ETag {
@@ -443,6 +444,7 @@ func (g *Gateway) completeMultipartUpload(w http.ResponseWriter, r *http.Request
 		if rec.Checksum != "" {
 			if b, err := base64.StdEncoding.DecodeString(rec.Checksum); err == nil {
 				sums = append(sums, b)
+				partSums = append(partSums, rec.Checksum)
 			}
 		}
 		sizes[i] = rec.Size
@@ -477,6 +479,10 @@ func (g *Gateway) completeMultipartUpload(w http.ResponseWriter, r *http.Request
 		}
 		om.Checksum = base64.StdEncoding.EncodeToString(h.Sum(nil)) + "-" + strconv.Itoa(len(recs))
 		om.ChecksumType = "COMPOSITE"
+		om.PartSums = partSums
+		if v, _ := json.Marshal(om); len(v) > maxObjectRecord {
+			om.PartSums = nil // the record must fit; the parts' sums are the part to go
+		}
 	}
 	if err := g.storeMeta(ctx, final.ID, &om); err != nil {
 		return err
@@ -617,6 +623,10 @@ func (g *Gateway) listMultipartUploads(w http.ResponseWriter, r *http.Request, r
 	q := r.URL.Query()
 	prefix, delim := q.Get("prefix"), q.Get("delimiter")
 	keyMarker, idMarker := q.Get("key-marker"), q.Get("upload-id-marker")
+	encode, err := encodingOf(q)
+	if err != nil {
+		return err
+	}
 	maxUploads := 1000
 	if v := q.Get("max-uploads"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -655,7 +665,10 @@ func (g *Gateway) listMultipartUploads(w http.ResponseWriter, r *http.Request, r
 		}
 		return all[i].Initiated < all[j].Initiated
 	})
-	res := listMultipartUploadsResult{NS: s3NS, Bucket: rc.bucket, KeyMarker: keyMarker, UploadIDMarker: idMarker, Prefix: prefix, Delimiter: delim, MaxUploads: maxUploads}
+	res := listMultipartUploadsResult{NS: s3NS, Bucket: rc.bucket, KeyMarker: encode(keyMarker), UploadIDMarker: idMarker, Prefix: encode(prefix), Delimiter: encode(delim), MaxUploads: maxUploads}
+	if q.Get("encoding-type") == "url" {
+		res.EncodingType = "url"
+	}
 	lastCP := ""
 	for _, up := range all {
 		if keyMarker != "" && (up.Key < keyMarker || (up.Key == keyMarker && (idMarker == "" || up.UploadID <= idMarker))) {
@@ -669,7 +682,7 @@ func (g *Gateway) listMultipartUploads(w http.ResponseWriter, r *http.Request, r
 						res.IsTruncated = true
 						break
 					}
-					res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: cp})
+					res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: encode(cp)})
 					lastCP = cp
 				}
 				continue
@@ -679,8 +692,9 @@ func (g *Gateway) listMultipartUploads(w http.ResponseWriter, r *http.Request, r
 			res.IsTruncated = true
 			break
 		}
+		res.NextKeyMarker, res.NextUploadIDMarker = encode(up.Key), up.UploadID
+		up.Key = encode(up.Key)
 		res.Uploads = append(res.Uploads, up)
-		res.NextKeyMarker, res.NextUploadIDMarker = up.Key, up.UploadID
 	}
 	return writeXML(w, res)
 }

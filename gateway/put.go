@@ -79,17 +79,22 @@ func (g *Gateway) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	return nil
 }
 
+// bodyEmpty says whether the request has no body (reading one byte when
+// its length is not announced).
+func bodyEmpty(rc *reqCtx) bool {
+	if rc.size >= 0 {
+		return rc.size == 0
+	}
+	var one [1]byte
+	n, _ := readFull(rc.body, one[:])
+	return n == 0
+}
+
 // putMarker makes "dir/": an explicit directory. Its body must be empty.
 func (g *Gateway) putMarker(w http.ResponseWriter, r *http.Request, rc *reqCtx, o objectPath, om *objectMeta, cond writeCond) error {
 	ctx := r.Context()
-	if rc.size > 0 {
+	if !bodyEmpty(rc) {
 		return errCode("InvalidArgument", "The key %q ends in '/', which makes it a directory; a directory object must have an empty body.", o.key)
-	}
-	if rc.size < 0 {
-		var one [1]byte
-		if n, _ := readFull(rc.body, one[:]); n > 0 {
-			return errCode("InvalidArgument", "The key %q ends in '/', which makes it a directory; a directory object must have an empty body.", o.key)
-		}
 	}
 	parent, err := g.ensureParent(ctx, o, rc.creds())
 	if err != nil {

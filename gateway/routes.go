@@ -2,6 +2,9 @@ package gateway
 
 import (
 	"net/http"
+	"net/url"
+	"sort"
+	"strings"
 
 	"github.com/flyfs/flyfs/core/access"
 	"github.com/gorilla/mux"
@@ -11,9 +14,10 @@ import (
 // response (when nothing was written yet).
 type handler func(w http.ResponseWriter, r *http.Request, rc *reqCtx) error
 
-// route describes an operation for the router: its name (metrics, logs),
-// the permission it needs on its bucket, and whether an anonymous caller
-// may use it on a public-read bucket.
+// route describes an operation for the router: its name (metrics, logs,
+// the NotImplemented message), the permission it needs on its bucket,
+// whether an anonymous caller may use it on a public-read bucket, and its
+// handler (nil: the operation is answered NotImplemented, naming it).
 type route struct {
 	op         string
 	need       access.Permission // "" : service level (ListBuckets, CreateBucket)
@@ -21,81 +25,295 @@ type route struct {
 	h          handler
 }
 
-func hasQuery(names ...string) mux.MatcherFunc {
-	return func(r *http.Request, _ *mux.RouteMatch) bool {
-		q := r.URL.Query()
-		for _, n := range names {
-			if !q.Has(n) {
-				return false
+// A request is on one of three levels: the service ("/"), a bucket ("/b",
+// "/b/") or an object ("/b/key"). Within a level its subresource (the
+// query parameter that names a part of the resource: ?acl, ?tagging,
+// ?uploadId=...; "" for none) and its method select the operation. Every
+// subresource S3 has is in these tables, for every method S3 gives it, so
+// nothing falls through to the plain operation of the level (PutObject,
+// GetObject, DeleteBucket, a listing): a subresource or method a level does
+// not have is MethodNotAllowed, a query parameter shaped like a subresource
+// that S3 does not have is NotImplemented, naming it.
+type level uint8
+
+const (
+	serviceLevel level = iota
+	bucketLevel
+	objectLevel
+)
+
+// chooser picks the operation among those that share a subresource and a
+// method (GetObject and its sibling by headers or parameters).
+type chooser func(r *http.Request) route
+
+// opTable maps subresource -> method -> operation.
+type opTable map[string]map[string]chooser
+
+func one(rt route) chooser { return func(*http.Request) route { return rt } }
+
+// byQuery picks yes when the request has the query parameter, else no.
+func byQuery(name string, yes, no route) chooser {
+	return func(r *http.Request) route {
+		if r.URL.Query().Has(name) {
+			return yes
+		}
+		return no
+	}
+}
+
+// byHeader picks yes when the request has the header, else no.
+func byHeader(name string, yes, no route) chooser {
+	return func(r *http.Request) route {
+		if r.Header.Get(name) != "" {
+			return yes
+		}
+		return no
+	}
+}
+
+// ni is an operation flyfs answers NotImplemented, naming it.
+func ni(op string) route {
+	need := access.ReadWrite
+	if strings.HasPrefix(op, "Get") || strings.HasPrefix(op, "List") || op == "CreateSession" {
+		need = access.Read
+	}
+	return route{op: op, need: need}
+}
+
+// configOps is the answer set of a bucket configuration flyfs does not
+// keep: GET answers what AWS answers for a bucket without one (notFound,
+// or nil for NotImplemented), PUT and DELETE are NotImplemented.
+func (g *Gateway) configOps(get, put, del, notFound string) map[string]chooser {
+	ops := map[string]chooser{}
+	if get != "" {
+		rt := ni(get)
+		if notFound != "" {
+			rt.h = g.noSuchConfig(notFound)
+		}
+		ops["GET"] = one(rt)
+	}
+	if put != "" {
+		ops["PUT"] = one(ni(put))
+	}
+	if del != "" {
+		ops["DELETE"] = one(ni(del))
+	}
+	return ops
+}
+
+// idConfigOps is configOps for the configurations kept by id (analytics,
+// inventory, metrics, intelligent-tiering): GET without an id lists them.
+func idConfigOps(name, list string) map[string]chooser {
+	return map[string]chooser{
+		"GET":    byQuery("id", ni("GetBucket"+name+"Configuration"), ni(list)),
+		"PUT":    one(ni("PutBucket" + name + "Configuration")),
+		"DELETE": one(ni("DeleteBucket" + name + "Configuration")),
+	}
+}
+
+// opTables builds the bucket and object tables; the list of operations is
+// aws-sdk-go-v2's service/s3 (every S3 operation and the query that
+// selects it).
+func (g *Gateway) opTables() (bucket, object opTable) {
+	rw, rd := access.ReadWrite, access.Read
+	bucket = opTable{
+		"": {
+			"GET": func(r *http.Request) route {
+				if r.URL.Query().Get("list-type") == "2" {
+					return route{"ListObjectsV2", rd, true, g.listObjectsV2}
+				}
+				return route{"ListObjects", rd, true, g.listObjectsV1}
+			},
+			"HEAD":   one(route{"HeadBucket", rd, true, g.headBucket}),
+			"PUT":    one(route{"CreateBucket", "", false, g.createBucket}),
+			"DELETE": one(route{"DeleteBucket", rw, false, g.deleteBucket}),
+			"POST":   one(route{op: "PostObject"}), // a browser form upload: refused to anyone, signed or not
+		},
+		"abac":       g.configOps("GetBucketAbac", "PutBucketAbac", "", ""),
+		"accelerate": {"GET": one(route{"GetBucketAccelerateConfiguration", rd, false, g.getBucketAccelerate}), "PUT": one(ni("PutBucketAccelerateConfiguration"))},
+		"acl": {
+			"GET": one(route{"GetBucketAcl", rd, false, g.getBucketACL}),
+			"PUT": one(route{"PutBucketAcl", rw, false, g.putBucketACL}),
+		},
+		"analytics":               idConfigOps("Analytics", "ListBucketAnalyticsConfigurations"),
+		"cors":                    g.configOps("GetBucketCors", "PutBucketCors", "DeleteBucketCors", "NoSuchCORSConfiguration"),
+		"delete":                  {"POST": one(route{"DeleteObjects", rw, false, g.deleteObjects})},
+		"encryption":              g.configOps("GetBucketEncryption", "PutBucketEncryption", "DeleteBucketEncryption", "ServerSideEncryptionConfigurationNotFoundError"),
+		"intelligent-tiering":     idConfigOps("IntelligentTiering", "ListBucketIntelligentTieringConfigurations"),
+		"inventory":               idConfigOps("Inventory", "ListBucketInventoryConfigurations"),
+		"lifecycle":               g.configOps("GetBucketLifecycleConfiguration", "PutBucketLifecycleConfiguration", "DeleteBucketLifecycle", "NoSuchLifecycleConfiguration"),
+		"location":                {"GET": one(route{"GetBucketLocation", rd, true, g.getBucketLocation})},
+		"logging":                 {"GET": one(route{"GetBucketLogging", rd, false, g.getBucketLogging}), "PUT": one(ni("PutBucketLogging"))},
+		"metadataConfiguration":   {"GET": one(ni("GetBucketMetadataConfiguration")), "POST": one(ni("CreateBucketMetadataConfiguration")), "DELETE": one(ni("DeleteBucketMetadataConfiguration"))},
+		"metadataTable":           {"GET": one(ni("GetBucketMetadataTableConfiguration")), "POST": one(ni("CreateBucketMetadataTableConfiguration")), "DELETE": one(ni("DeleteBucketMetadataTableConfiguration"))},
+		"metadataJournalTable":    {"PUT": one(ni("UpdateBucketMetadataJournalTableConfiguration"))},
+		"metadataInventoryTable":  {"PUT": one(ni("UpdateBucketMetadataInventoryTableConfiguration"))},
+		"metadataAnnotationTable": {"PUT": one(ni("UpdateBucketMetadataAnnotationTableConfiguration"))},
+		"metrics":                 idConfigOps("Metrics", "ListBucketMetricsConfigurations"),
+		"notification":            {"GET": one(route{"GetBucketNotificationConfiguration", rd, false, g.getBucketNotification}), "PUT": one(ni("PutBucketNotificationConfiguration"))},
+		"object-lock":             g.configOps("GetObjectLockConfiguration", "PutObjectLockConfiguration", "", "ObjectLockConfigurationNotFoundError"),
+		"ownershipControls":       g.configOps("GetBucketOwnershipControls", "PutBucketOwnershipControls", "DeleteBucketOwnershipControls", "OwnershipControlsNotFoundError"),
+		"policy":                  g.configOps("GetBucketPolicy", "PutBucketPolicy", "DeleteBucketPolicy", "NoSuchBucketPolicy"),
+		"policyStatus":            g.configOps("GetBucketPolicyStatus", "", "", "NoSuchBucketPolicy"),
+		"publicAccessBlock":       g.configOps("GetPublicAccessBlock", "PutPublicAccessBlock", "DeletePublicAccessBlock", "NoSuchPublicAccessBlockConfiguration"),
+		"replication":             g.configOps("GetBucketReplication", "PutBucketReplication", "DeleteBucketReplication", "ReplicationConfigurationNotFoundError"),
+		"requestPayment":          {"GET": one(route{"GetBucketRequestPayment", rd, false, g.getBucketRequestPayment}), "PUT": one(ni("PutBucketRequestPayment"))},
+		"session":                 {"GET": one(ni("CreateSession"))},
+		"tagging":                 g.configOps("GetBucketTagging", "PutBucketTagging", "DeleteBucketTagging", "NoSuchTagSet"),
+		"uploads":                 {"GET": one(route{"ListMultipartUploads", rd, false, g.listMultipartUploads})},
+		"versioning":              {"GET": one(route{"GetBucketVersioning", rd, false, g.getBucketVersioning}), "PUT": one(ni("PutBucketVersioning"))},
+		"versions":                {"GET": one(ni("ListObjectVersions"))},
+		"website":                 g.configOps("GetBucketWebsite", "PutBucketWebsite", "DeleteBucketWebsite", "NoSuchWebsiteConfiguration"),
+	}
+	object = opTable{
+		"": {
+			"GET":    one(route{"GetObject", rd, true, g.getObject}),
+			"HEAD":   one(route{"HeadObject", rd, true, g.getObject}),
+			"PUT":    byHeader("X-Amz-Copy-Source", route{"CopyObject", rw, false, g.copyObject}, route{"PutObject", rw, false, g.putObject}),
+			"DELETE": one(route{"DeleteObject", rw, false, g.deleteObject}),
+		},
+		"acl": {
+			"GET": one(route{"GetObjectAcl", rd, false, g.getObjectACL}),
+			"PUT": one(ni("PutObjectAcl")),
+		},
+		"annotation": {
+			"GET":    byQuery("annotationName", ni("GetObjectAnnotation"), ni("ListObjectAnnotations")),
+			"PUT":    one(ni("PutObjectAnnotation")),
+			"DELETE": one(ni("DeleteObjectAnnotation")),
+		},
+		"attributes": {"GET": one(route{"GetObjectAttributes", rd, false, g.getObjectAttributes})},
+		"encryption": {"PUT": one(ni("UpdateObjectEncryption"))},
+		"legal-hold": {
+			"GET": one(route{"GetObjectLegalHold", rd, false, g.noObjectLock}),
+			"PUT": one(ni("PutObjectLegalHold")),
+		},
+		"renameObject": {"PUT": one(route{"RenameObject", rw, false, g.renameObject})},
+		"restore":      {"POST": one(ni("RestoreObject"))},
+		"retention": {
+			"GET": one(route{"GetObjectRetention", rd, false, g.noObjectLock}),
+			"PUT": one(ni("PutObjectRetention")),
+		},
+		"select": {"POST": one(ni("SelectObjectContent"))},
+		"tagging": {
+			"GET":    one(route{"GetObjectTagging", rd, false, g.getObjectTagging}),
+			"PUT":    one(route{"PutObjectTagging", rw, false, g.putObjectTagging}),
+			"DELETE": one(route{"DeleteObjectTagging", rw, false, g.deleteObjectTagging}),
+		},
+		"torrent": {"GET": one(ni("GetObjectTorrent"))},
+		"uploads": {"POST": one(route{"CreateMultipartUpload", rw, false, g.createMultipartUpload})},
+		"uploadId": {
+			"GET":    one(route{"ListParts", rd, false, g.listParts}),
+			"PUT":    byHeader("X-Amz-Copy-Source", route{"UploadPartCopy", rw, false, g.uploadPartCopy}, route{"UploadPart", rw, false, g.uploadPart}),
+			"POST":   one(route{"CompleteMultipartUpload", rw, false, g.completeMultipartUpload}),
+			"DELETE": one(route{"AbortMultipartUpload", rw, false, g.abortMultipartUpload}),
+		},
+	}
+	// A part number without an upload id is a part of no upload (never a
+	// PutObject): UploadPart answers it.
+	object["partNumber"] = map[string]chooser{"PUT": object["uploadId"]["PUT"]}
+	return bucket, object
+}
+
+// queryParams are the query parameters of S3 operations that are not
+// subresources (and the SDKs' x-id): they never name an operation.
+var queryParams = map[string]bool{
+	"versionId": true, "id": true, "partNumber": true, "annotationName": true, "annotation-prefix": true, "max-annotation-results": true,
+	"response-cache-control": true, "response-content-disposition": true, "response-content-encoding": true,
+	"response-content-language": true, "response-content-type": true, "response-expires": true,
+	"continuation-token": true, "bucket-region": true, "max-buckets": true, "max-directory-buckets": true, "prefix": true,
+	"delimiter": true, "encoding-type": true, "key-marker": true, "max-uploads": true, "upload-id-marker": true, "marker": true,
+	"max-keys": true, "list-type": true, "fetch-owner": true, "start-after": true, "version-id-marker": true, "max-parts": true,
+	"part-number-marker": true, "select-type": true, "x-id": true,
+}
+
+// pick finds the operation of a request on level lv.
+func (g *Gateway) pick(lv level, r *http.Request) (route, error) {
+	q := r.URL.Query()
+	names := make([]string, 0, len(q))
+	for name := range q {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var subs []string
+	for _, name := range names {
+		vals := q[name]
+		switch {
+		case g.subresource[name]:
+			if name == "partNumber" {
+				continue // a parameter, and a subresource only of a PUT without an upload id (below)
+			}
+			subs = append(subs, name)
+		case queryParams[name], len(name) > 6 && strings.EqualFold(name[:6], "X-Amz-"):
+		case len(vals) == 0 || (len(vals) == 1 && vals[0] == ""):
+			// Shaped like a subresource, and none S3 has: a feature flyfs
+			// does not know of, refused rather than ignored.
+			return route{}, errCode("NotImplemented", "The subresource ?%s is not one flyfs knows; the request is refused rather than served as if it were absent.", name)
+		}
+	}
+	if len(subs) > 1 {
+		return route{}, errCode("InvalidRequest", "The request names more than one subresource (?%s); an S3 operation has one.", strings.Join(subs, ", ?"))
+	}
+	sub := ""
+	if len(subs) == 1 {
+		sub = subs[0]
+	} else if lv == objectLevel && r.Method == http.MethodPut && q.Has("partNumber") {
+		sub = "partNumber"
+	}
+	var table opTable
+	switch lv {
+	case serviceLevel:
+		if sub != "" {
+			return route{}, errCode("MethodNotAllowed", "?%s is a subresource of a bucket or an object; the service (/) has none.", sub)
+		}
+		if r.Method == http.MethodGet {
+			return route{"ListBuckets", "", false, g.listBuckets}, nil
+		}
+		return route{}, errCode("MethodNotAllowed", "")
+	case bucketLevel:
+		table = g.bucketOps
+	default:
+		table = g.objectOps
+	}
+	methods, ok := table[sub]
+	if !ok {
+		if lv == bucketLevel {
+			return route{}, errCode("MethodNotAllowed", "?%s is a subresource of an object, not of a bucket.", sub)
+		}
+		return route{}, errCode("MethodNotAllowed", "?%s is a subresource of a bucket, not of an object.", sub)
+	}
+	choose, ok := methods[r.Method]
+	if !ok {
+		if sub == "" {
+			return route{}, errCode("MethodNotAllowed", "")
+		}
+		what := "a bucket"
+		if lv == objectLevel {
+			what = "an object"
+		}
+		return route{}, errCode("MethodNotAllowed", "The ?%s subresource of %s has no %s operation.", sub, what, r.Method)
+	}
+	return choose(r), nil
+}
+
+// routes builds the router: mux finds the level and the bucket and key;
+// pick finds the operation.
+func (g *Gateway) routes() *mux.Router {
+	g.bucketOps, g.objectOps = g.opTables()
+	g.subresource = map[string]bool{}
+	for _, t := range []opTable{g.bucketOps, g.objectOps} {
+		for sub := range t {
+			if sub != "" {
+				g.subresource[sub] = true
 			}
 		}
-		return true
 	}
-}
-
-func hasHeader(name string) mux.MatcherFunc {
-	return func(r *http.Request, _ *mux.RouteMatch) bool { return r.Header.Get(name) != "" }
-}
-
-// routes builds the router. Order matters: the most specific matchers of a
-// path and method come first.
-func (g *Gateway) routes() *mux.Router {
 	m := mux.NewRouter()
 	m.SkipClean(true) // keys like "a//b" must reach the handler to be refused clearly
-
-	obj := m
-	key := "/{bucket}/{key:.+}"
-	add := func(sr *mux.Router, method, path string, rt route, matchers ...mux.MatcherFunc) {
-		r := sr.Methods(method).Path(path)
-		for _, mt := range matchers {
-			r = r.MatcherFunc(mt)
-		}
-		r.Handler(g.wrap(rt))
-	}
-	// Objects.
-	add(obj, "PUT", key, route{"UploadPartCopy", access.ReadWrite, false, g.uploadPartCopy}, hasQuery("partNumber", "uploadId"), hasHeader("X-Amz-Copy-Source"))
-	add(obj, "PUT", key, route{"UploadPart", access.ReadWrite, false, g.uploadPart}, hasQuery("partNumber", "uploadId"))
-	add(obj, "PUT", key, route{"PutObjectTagging", access.ReadWrite, false, g.putObjectTagging}, hasQuery("tagging"))
-	add(obj, "PUT", key, route{"RenameObject", access.ReadWrite, false, g.renameObject}, hasQuery("renameObject"))
-	add(obj, "PUT", key, route{"PutObjectAcl", access.ReadWrite, false, g.notImplemented}, hasQuery("acl"))
-	add(obj, "PUT", key, route{"CopyObject", access.ReadWrite, false, g.copyObject}, hasHeader("X-Amz-Copy-Source"))
-	add(obj, "PUT", key, route{"PutObject", access.ReadWrite, false, g.putObject})
-	add(obj, "GET", key, route{"ListParts", access.Read, false, g.listParts}, hasQuery("uploadId"))
-	add(obj, "GET", key, route{"GetObjectTagging", access.Read, false, g.getObjectTagging}, hasQuery("tagging"))
-	add(obj, "GET", key, route{"GetObjectAttributes", access.Read, false, g.getObjectAttributes}, hasQuery("attributes"))
-	add(obj, "GET", key, route{"GetObjectAcl", access.Read, false, g.getObjectACL}, hasQuery("acl"))
-	add(obj, "GET", key, route{"GetObject", access.Read, true, g.getObject})
-	add(obj, "HEAD", key, route{"HeadObject", access.Read, true, g.getObject})
-	add(obj, "DELETE", key, route{"AbortMultipartUpload", access.ReadWrite, false, g.abortMultipartUpload}, hasQuery("uploadId"))
-	add(obj, "DELETE", key, route{"DeleteObjectTagging", access.ReadWrite, false, g.deleteObjectTagging}, hasQuery("tagging"))
-	add(obj, "DELETE", key, route{"DeleteObject", access.ReadWrite, false, g.deleteObject})
-	add(obj, "POST", key, route{"CreateMultipartUpload", access.ReadWrite, false, g.createMultipartUpload}, hasQuery("uploads"))
-	add(obj, "POST", key, route{"CompleteMultipartUpload", access.ReadWrite, false, g.completeMultipartUpload}, hasQuery("uploadId"))
-
-	// Buckets ("/b" and "/b/").
-	for _, p := range []string{"/{bucket}", "/{bucket}/"} {
-		add(m, "PUT", p, route{"PutBucketAcl", access.ReadWrite, false, g.putBucketACL}, hasQuery("acl"))
-		for _, sub := range []string{"versioning", "policy", "cors", "lifecycle", "tagging", "encryption", "object-lock", "website", "logging", "notification", "replication", "ownershipControls", "publicAccessBlock", "accelerate", "requestPayment"} {
-			add(m, "PUT", p, route{"PutBucketConfig", access.ReadWrite, false, g.notImplemented}, hasQuery(sub))
-		}
-		add(m, "PUT", p, route{"CreateBucket", "", false, g.createBucket})
-		add(m, "GET", p, route{"GetBucketLocation", access.Read, true, g.getBucketLocation}, hasQuery("location"))
-		add(m, "GET", p, route{"ListMultipartUploads", access.Read, false, g.listMultipartUploads}, hasQuery("uploads"))
-		add(m, "GET", p, route{"GetBucketAcl", access.Read, false, g.getBucketACL}, hasQuery("acl"))
-		add(m, "GET", p, route{"GetBucketVersioning", access.Read, false, g.getBucketVersioning}, hasQuery("versioning"))
-		add(m, "GET", p, route{"ListObjectVersions", access.Read, false, g.notImplemented}, hasQuery("versions"))
-		for sub, code := range map[string]string{"policy": "NoSuchBucketPolicy", "cors": "NoSuchCORSConfiguration", "lifecycle": "NoSuchLifecycleConfiguration",
-			"tagging": "NoSuchTagSet", "encryption": "ServerSideEncryptionConfigurationNotFoundError", "website": "NoSuchWebsiteConfiguration",
-			"object-lock": "ObjectLockConfigurationNotFoundError", "ownershipControls": "OwnershipControlsNotFoundError", "publicAccessBlock": "NoSuchPublicAccessBlockConfiguration"} {
-			add(m, "GET", p, route{"GetBucketConfig", access.Read, false, g.noSuchConfig(code)}, hasQuery(sub))
-		}
-		add(m, "GET", p, route{"ListObjectsV2", access.Read, true, g.listObjectsV2}, func(r *http.Request, _ *mux.RouteMatch) bool { return r.URL.Query().Get("list-type") == "2" })
-		add(m, "GET", p, route{"ListObjects", access.Read, true, g.listObjectsV1})
-		add(m, "HEAD", p, route{"HeadBucket", access.Read, true, g.headBucket})
-		add(m, "DELETE", p, route{"DeleteBucket", access.ReadWrite, false, g.deleteBucket})
-		add(m, "POST", p, route{"DeleteObjects", access.ReadWrite, false, g.deleteObjects}, hasQuery("delete"))
-	}
-	add(m, "GET", "/", route{"ListBuckets", "", false, g.listBuckets})
+	m.Path("/").Handler(g.dispatch(serviceLevel))
+	m.Path("/{bucket}").Handler(g.dispatch(bucketLevel))
+	m.Path("/{bucket}/").Handler(g.dispatch(bucketLevel))
+	// (?s): a key may hold any character, a newline too.
+	m.Path("/{bucket}/{key:(?s).+}").Handler(g.dispatch(objectLevel))
 	m.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, errCode("MethodNotAllowed", ""))
 	})
@@ -103,26 +321,80 @@ func (g *Gateway) routes() *mux.Router {
 	return m
 }
 
-// wrap checks what the caller may do and runs the handler.
-func (g *Gateway) wrap(rt route) http.Handler {
+// dispatch serves the requests of one level.
+func (g *Gateway) dispatch(lv level) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := reqOf(r)
-		rc.op = rt.op
 		vars := mux.Vars(r)
 		rc.bucket, rc.object = vars["bucket"], vars["key"]
-		if err := g.authorize(r, rc, rt); err != nil {
+		rt, err := g.pick(lv, r)
+		if err != nil {
 			g.writeError(w, r, err)
 			return
 		}
-		if err := rt.h(w, r, rc); err != nil {
-			if sw, ok := w.(*statusWriter); ok && sw.status != 0 {
-				// Headers are out: the connection is the only way to say it.
-				g.log.Warn("s3 gateway: failed after the response started", "op", rc.op, "request_id", rc.id, "err", err)
-				panic(http.ErrAbortHandler)
-			}
-			g.writeError(w, r, err)
-		}
+		g.serve(rt, w, r, rc)
 	})
+}
+
+// serve checks what the caller may do and runs the operation.
+func (g *Gateway) serve(rt route, w http.ResponseWriter, r *http.Request, rc *reqCtx) {
+	rc.op = rt.op
+	if err := g.admit(r, rc, rt); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	h := rt.h
+	if h == nil {
+		h = g.notImplemented
+	}
+	if err := h(w, r, rc); err != nil {
+		if sw, ok := w.(*statusWriter); ok && sw.status != 0 {
+			// Headers are out: the connection is the only way to say it.
+			g.log.Warn("s3 gateway: failed after the response started", "op", rc.op, "request_id", rc.id, "err", err)
+			panic(http.ErrAbortHandler)
+		}
+		g.writeError(w, r, err)
+	}
+}
+
+// admit is everything decided before an operation runs: the caller's
+// permission, then what the request asks for that the operation cannot
+// give (a version, a protection header).
+func (g *Gateway) admit(r *http.Request, rc *reqCtx, rt route) error {
+	if rt.op == "PostObject" {
+		return nil // refused below, to anyone
+	}
+	if err := g.authorize(r, rc, rt); err != nil {
+		return err
+	}
+	if rt.h == nil {
+		return nil // NotImplemented says it all
+	}
+	if err := checkVersionID(r.URL.Query(), rt.op); err != nil {
+		return err
+	}
+	return refuseHeaders(r.Header, rt.op)
+}
+
+// versionedOps are the implemented operations that take a versionId: on
+// buckets without versioning only "null" (the one version) names an
+// object.
+var versionedOps = map[string]bool{
+	"GetObject": true, "HeadObject": true, "DeleteObject": true, "GetObjectAcl": true, "GetObjectAttributes": true,
+	"GetObjectTagging": true, "PutObjectTagging": true, "DeleteObjectTagging": true, "GetObjectRetention": true, "GetObjectLegalHold": true,
+}
+
+func checkVersionID(q url.Values, op string) error {
+	if !versionedOps[op] || !q.Has("versionId") {
+		return nil
+	}
+	switch q.Get("versionId") {
+	case "null":
+		return nil
+	case "":
+		return errCode("InvalidArgument", "Version id cannot be the empty string")
+	}
+	return errCode("InvalidArgument", "Invalid version id specified")
 }
 
 func (g *Gateway) authorize(r *http.Request, rc *reqCtx, rt route) error {
@@ -138,6 +410,10 @@ func (g *Gateway) authorize(r *http.Request, rc *reqCtx, rt route) error {
 	}
 	if rt.need == "" {
 		if rt.op == "CreateBucket" && !rc.key.Allows(rc.bucket, access.ReadWrite) {
+			// A name that is taken is taken for everyone, as in S3.
+			if access.ValidBucketName(rc.bucket) && g.nameTaken(r.Context(), rc.bucket) {
+				return errCode("BucketAlreadyExists", "")
+			}
 			return errCode("AccessDenied", "")
 		}
 		return nil
@@ -157,6 +433,6 @@ func (g *Gateway) noSuchConfig(code string) handler {
 		if _, err := g.bucketInode(r.Context(), rc.bucket); err != nil {
 			return err
 		}
-		return &APIError{Code: code, Status: http.StatusNotFound, Message: "The bucket has no such configuration."}
+		return errCode(code, noConfig)
 	}
 }

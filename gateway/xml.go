@@ -25,6 +25,10 @@ type listAllMyBucketsResult struct {
 	NS      string       `xml:"xmlns,attr"`
 	Owner   owner        `xml:"Owner"`
 	Buckets []bucketInfo `xml:"Buckets>Bucket"`
+	// The next page's token (when max-buckets cut the list) and the
+	// prefix asked for.
+	ContinuationToken string `xml:"ContinuationToken,omitempty"`
+	Prefix            string `xml:"Prefix,omitempty"`
 }
 
 type bucketInfo struct {
@@ -203,6 +207,7 @@ type listMultipartUploadsResult struct {
 	Prefix             string         `xml:"Prefix"`
 	Delimiter          string         `xml:"Delimiter,omitempty"`
 	MaxUploads         int            `xml:"MaxUploads"`
+	EncodingType       string         `xml:"EncodingType,omitempty"`
 	IsTruncated        bool           `xml:"IsTruncated"`
 	Uploads            []uploadInfo   `xml:"Upload"`
 	CommonPrefixes     []commonPrefix `xml:"CommonPrefixes"`
@@ -247,8 +252,20 @@ type checksums struct {
 	ChecksumSHA256    string `xml:"ChecksumSHA256,omitempty"`
 }
 
+// objParts is GetObjectAttributes' ObjectParts.
 type objParts struct {
-	TotalPartsCount int `xml:"TotalPartsCount"`
+	PartsCount           int       `xml:"PartsCount"`
+	PartNumberMarker     int       `xml:"PartNumberMarker"`
+	NextPartNumberMarker int       `xml:"NextPartNumberMarker,omitempty"`
+	MaxParts             int       `xml:"MaxParts"`
+	IsTruncated          bool      `xml:"IsTruncated"`
+	Parts                []objPart `xml:"Part"`
+}
+
+type objPart struct {
+	PartNumber int   `xml:"PartNumber"`
+	Size       int64 `xml:"Size"`
+	checksums
 }
 
 type accessControlPolicy struct {
