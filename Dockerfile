@@ -45,4 +45,4 @@ VOLUME /data
 # mgmtd, storaged, metad, S3 gateway, console
 EXPOSE 9000 9100 9200 9300 9400
 ENTRYPOINT ["flyfs"]
-CMD ["server", "--data", "/data", "--console-addr", "0.0.0.0:9400"]
+CMD ["server", "--data", "/data", "--s3-addr", "0.0.0.0:9300", "--console-addr", "0.0.0.0:9400"]

@@ -34,7 +34,7 @@ doc = yaml.safe_load(sys.stdin)
 want = {
     "fdb": {"mgmtd": 2, "metad": 2, "storaged": 3, "gateway": 1, "console": 1},
     "etcd": {"mgmtd": 2, "metad": 2, "storaged": 3, "gateway": 1, "console": 1},
-    "embedded": {"server": 1, "gateway": 1},
+    "embedded": {"server": 1},
 }
 bad = False
 for prof, roles in want.items():
