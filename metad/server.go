@@ -127,6 +127,7 @@ func New(cfg Config) (*Server, error) {
 	rpc.Handle(s.rpc, metaapi.MethodSetLayout, s.setLayout)
 	rpc.Handle(s.rpc, metaapi.MethodGetLayout, s.getLayout)
 	rpc.Handle(s.rpc, metaapi.MethodFsck, s.fsck)
+	rpc.Handle(s.rpc, metaapi.MethodMknod, s.mknod)
 	rpc.Handle(s.rpc, metaapi.MethodCollect, s.handleCollect)
 	if err := s.serveKeys(cfg); err != nil {
 		s.Close()
@@ -176,7 +177,8 @@ func wire(err error) error {
 func toWire(in ns.Inode) metaapi.Inode {
 	return metaapi.Inode{ID: in.ID, Type: metaapi.Type(in.Type), Mode: in.Mode, UID: in.UID, GID: in.GID,
 		Atime: in.Atime, Mtime: in.Mtime, Ctime: in.Ctime, Nlink: in.Nlink, Length: in.Length,
-		TruncateVer: in.TruncateVer, Layout: in.Layout, Target: in.Target, Gen: in.Gen, Implicit: in.Implicit, StripeHint: in.StripeHint}
+		TruncateVer: in.TruncateVer, Layout: in.Layout, Target: in.Target, Gen: in.Gen, Implicit: in.Implicit, StripeHint: in.StripeHint,
+		Rdev: in.Rdev}
 }
 
 func inodeResp(in ns.Inode, err error) (*metaapi.InodeResp, []byte, error) {
@@ -241,6 +243,11 @@ func (s *Server) mkdir(ctx context.Context, r *metaapi.MkdirReq, _ []byte) (*met
 
 func (s *Server) symlink(ctx context.Context, r *metaapi.SymlinkReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
 	return inodeResp(s.ns.Symlink(ctx, ns.SymlinkRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name, Target: r.Target, UID: r.UID, GID: r.GID}))
+}
+
+func (s *Server) mknod(ctx context.Context, r *metaapi.MknodReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
+	return inodeResp(s.ns.Mknod(ctx, ns.MknodRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name,
+		Type: ns.InodeType(r.Type), Mode: r.Mode, Rdev: r.Rdev, UID: r.UID, GID: r.GID}))
 }
 
 func (s *Server) link(ctx context.Context, r *metaapi.LinkReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
@@ -387,6 +394,6 @@ func (s *Server) fsck(ctx context.Context, _ *metaapi.Empty, _ []byte) (*metaapi
 	if err != nil {
 		return nil, nil, wire(err)
 	}
-	return &metaapi.FsckResp{Inodes: r.Inodes, Dirs: r.Dirs, Files: r.Files, Symlinks: r.Symlinks, Dentries: r.Dentries,
+	return &metaapi.FsckResp{Inodes: r.Inodes, Dirs: r.Dirs, Files: r.Files, Symlinks: r.Symlinks, Specials: r.Specials, Dentries: r.Dentries,
 		GCQueued: r.GCQueued, Sessions: r.Sessions, Problems: r.Problems, Summary: r.String()}, nil, nil
 }

@@ -44,6 +44,10 @@ func (fs *FS) OpenInode(ctx context.Context, in metaapi.Inode, session []byte) (
 }
 
 func (fs *FS) file(p string, in metaapi.Inode, session []byte) (*File, error) {
+	if in.Type.Special() {
+		// Its data is whatever the kernel that opens it makes of it.
+		return nil, pathErr("open", p, fmt.Errorf("a %s has no data in flyfs: %w", in.Type, syscall.ENXIO))
+	}
 	f := &File{fs: fs, path: p, inode: in, session: session, reported: time.Now()}
 	l := in.Layout
 	chains, ok := fs.routing.Current().Table(l.TableID, l.TableVersion)

@@ -103,6 +103,13 @@ func (m *Meta) Symlink(ctx context.Context, parent uint64, name, target string, 
 	return inodeOf(callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.InodeResp, error) { return c.Symlink(ctx, req) }))
 }
 
+// Mknod creates a special file: typ is a fifo, a socket or a device (with
+// its number rdev, as Inode.Rdev).
+func (m *Meta) Mknod(ctx context.Context, parent uint64, name string, typ metaapi.Type, mode, rdev uint32, cr Creds) (metaapi.Inode, error) {
+	req := &metaapi.MknodReq{ReqID: newReqID(), Parent: parent, Name: name, Type: typ, Mode: mode, Rdev: rdev, UID: cr.UID, GID: cr.GID}
+	return inodeOf(callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.InodeResp, error) { return c.Mknod(ctx, req) }))
+}
+
 // Readlink returns a symlink's target.
 func (m *Meta) Readlink(ctx context.Context, ino uint64) (string, error) {
 	in, err := inodeOf(callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.InodeResp, error) { return c.Readlink(ctx, ino) }))

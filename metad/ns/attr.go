@@ -46,10 +46,11 @@ func (n *Namespace) SetAttr(ctx context.Context, ino uint64, req SetAttrRequest)
 		}
 		if req.Mask&SetSize != 0 {
 			switch in.Type {
+			case TypeFile:
 			case TypeDir:
 				return fail(ErrIsDir, "truncate directory %d", ino)
-			case TypeSymlink:
-				return fail(ErrInvalid, "truncate symlink %d", ino)
+			default:
+				return fail(ErrInvalid, "truncate %s %d", in.Type, ino)
 			}
 		}
 		if req.Mask&SetSize != 0 && req.Size > MaxFileSize {

@@ -353,6 +353,58 @@ func (n *Namespace) Symlink(ctx context.Context, req SymlinkRequest) (Inode, err
 	return *res, nil
 }
 
+// MknodRequest creates a special file.
+type MknodRequest struct {
+	ReqID    RequestID
+	Parent   uint64
+	Name     string
+	Type     InodeType // TypeFifo, TypeSocket, TypeCharDev or TypeBlockDev
+	Mode     uint32    // permission bits
+	Rdev     uint32    // a device's number (Inode.Rdev); ignored for fifos and sockets
+	UID, GID uint32
+}
+
+// Mknod creates a fifo, a socket or a device (EEXIST if the name is taken;
+// EINVAL for another type). The namespace keeps only the inode: the kernel
+// of whoever opens it carries the data. Conflicts as Create.
+func (n *Namespace) Mknod(ctx context.Context, req MknodRequest) (Inode, error) {
+	if err := checkName(req.Name); err != nil {
+		return Inode{}, err
+	}
+	if !req.Type.Special() {
+		return Inode{}, fail(ErrInvalid, "mknod of a %s", req.Type)
+	}
+	if !req.Type.Device() {
+		req.Rdev = 0
+	}
+	req.ReqID = req.ReqID.orNew()
+	var id uint64
+	var res *Inode
+	err := n.update(ctx, func(o *op) error {
+		if d, err := o.retried(req.Parent, req.Name, req.ReqID, "mknod"); err != nil || d != nil {
+			if err != nil {
+				return err
+			}
+			return o.own(d, req.Type, &res)
+		}
+		if _, err := o.liveDir(req.Parent); err != nil {
+			return err
+		}
+		if err := o.newID(&id); err != nil {
+			return err
+		}
+		res = &Inode{ID: id, Type: req.Type, Mode: req.Mode & 07777, UID: req.UID, GID: req.GID,
+			Atime: o.now, Mtime: o.now, Ctime: o.now, Nlink: 1, Rdev: req.Rdev}
+		o.createInode(res)
+		o.putDentry(req.Parent, req.Name, &Dentry{Ino: id, Type: req.Type, ReqID: req.ReqID})
+		return nil
+	})
+	if err != nil {
+		return Inode{}, fmt.Errorf("mknod %q: %w", req.Name, err)
+	}
+	return *res, nil
+}
+
 // LinkRequest adds a hard link NewParent/NewName to inode Ino.
 type LinkRequest struct {
 	ReqID     RequestID
@@ -361,7 +413,7 @@ type LinkRequest struct {
 	NewName   string
 }
 
-// Link adds a hard link to a file or symlink (EPERM for a directory, ENOENT
+// Link adds a hard link to anything but a directory (EPERM for one, ENOENT
 // for a removed inode, EMLINK past MaxLinks, EEXIST if the name is taken).
 // Conflict-tracked: the new dentry, the new parent inode, and the target inode
 // (read-modify-written: nlink++).

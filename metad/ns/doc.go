@@ -22,10 +22,12 @@
 //   - A live directory has exactly one dentry and nlink 1; its Parent and Name
 //     name that dentry. A directory with nlink 0 is detached (RemoveAll, or a
 //     child expanded by GC) and sits in the GC queue.
-//   - A file or symlink's nlink is the number of dentries naming it. A file with
-//     nlink 0 still has its inode (open readers keep reading) and is either in
-//     the GC queue or has open write sessions (the last Close queues it).
-//     Symlinks with nlink 0 are deleted at once.
+//   - A file, symlink or special file's nlink is the number of dentries naming
+//     it. A file with nlink 0 still has its inode (open readers keep reading)
+//     and is either in the GC queue or has open write sessions (the last Close
+//     queues it). Symlinks and special files with nlink 0 are deleted at once.
+//   - Special files (fifos, sockets, devices) are inodes only: no layout, no
+//     length, no sessions; only devices have an Rdev.
 //   - Every namespace change is one transaction. Path walks and lookups use
 //     snapshot reads; each mutation then reads with conflict tracking exactly
 //     the keys whose change must abort it: the parent inode (it must still be a

@@ -33,6 +33,9 @@ var (
 	// version of the entry.
 	ErrPrecondition = Errno(syscall.ECANCELED)
 	ErrFBig         = Errno(syscall.EFBIG)
+	// ErrNoDevice: a special file opened for writing through flyfs (the
+	// kernel, not flyfs, carries a fifo's, socket's or device's data).
+	ErrNoDevice = Errno(syscall.ENXIO)
 )
 
 func (e Errno) Error() string { return syscall.Errno(e).Error() }

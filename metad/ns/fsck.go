@@ -13,17 +13,17 @@ import (
 
 // Report is the outcome of Check. Problems is empty for a consistent namespace.
 type Report struct {
-	Inodes, Dirs, Files, Symlinks int
-	Dentries, GCQueued, Sessions  int
-	Problems                      []string
+	Inodes, Dirs, Files, Symlinks, Specials int
+	Dentries, GCQueued, Sessions            int
+	Problems                                []string
 }
 
 // Clean reports whether Check found nothing wrong.
 func (r *Report) Clean() bool { return len(r.Problems) == 0 }
 
 func (r *Report) String() string {
-	s := fmt.Sprintf("%d inodes (%d dirs, %d files, %d symlinks), %d dentries, %d queued for GC, %d sessions",
-		r.Inodes, r.Dirs, r.Files, r.Symlinks, r.Dentries, r.GCQueued, r.Sessions)
+	s := fmt.Sprintf("%d inodes (%d dirs, %d files, %d symlinks, %d special files), %d dentries, %d queued for GC, %d sessions",
+		r.Inodes, r.Dirs, r.Files, r.Symlinks, r.Specials, r.Dentries, r.GCQueued, r.Sessions)
 	if r.Clean() {
 		return s + ": clean"
 	}
@@ -61,9 +61,9 @@ type fsckState struct {
 // invariants (see doc.go):
 //   - every dentry's parent is a directory and its child exists with the
 //     dentry's type;
-//   - a file's or symlink's nlink equals the number of dentries naming it; a
-//     file with none is queued for GC or has write sessions (symlinks never
-//     linger);
+//   - a file's, symlink's or special file's nlink equals the number of
+//     dentries naming it; a file with none is queued for GC or has write
+//     sessions (symlinks and special files never linger, and hold no data);
 //   - a live directory has exactly one dentry, matching its Parent and Name;
 //     a removed one (nlink 0) has none and is queued; the root has none;
 //   - every inode is reachable from the root or from a queued directory, and
@@ -235,10 +235,20 @@ func (st *fsckState) check(r *Report) {
 			if queued && kind != gcFile {
 				r.problem("file %d queued as %q", ino, kind)
 			}
-		case TypeSymlink:
-			r.Symlinks++
+		case TypeSymlink, TypeFifo, TypeSocket, TypeCharDev, TypeBlockDev:
+			if in.Type == TypeSymlink {
+				r.Symlinks++
+			} else {
+				r.Specials++
+			}
 			if int(in.Nlink) != links[ino] || in.Nlink == 0 {
-				r.problem("symlink %d: nlink %d, %d dentries", ino, in.Nlink, links[ino])
+				r.problem("%s %d: nlink %d, %d dentries", in.Type, ino, in.Nlink, links[ino])
+			}
+			if in.Rdev != 0 && !in.Type.Device() {
+				r.problem("%s %d: device number %#x", in.Type, ino, in.Rdev)
+			}
+			if in.Length != 0 || in.Layout != (Layout{}) {
+				r.problem("%s %d: length %d, layout %+v", in.Type, ino, in.Length, in.Layout)
 			}
 		case TypeDir:
 			r.Dirs++

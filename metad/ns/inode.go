@@ -11,11 +11,17 @@ import (
 // InodeType is what an inode is.
 type InodeType uint8
 
-// The inode types.
+// The inode types. Fifos, sockets and devices ("special files") are inodes
+// only: the kernel carries their data, so they have no layout, no length
+// and no write sessions; a device has its number in Rdev.
 const (
-	TypeFile    InodeType = 1
-	TypeDir     InodeType = 2
-	TypeSymlink InodeType = 3
+	TypeFile     InodeType = 1
+	TypeDir      InodeType = 2
+	TypeSymlink  InodeType = 3
+	TypeFifo     InodeType = 4
+	TypeSocket   InodeType = 5
+	TypeCharDev  InodeType = 6
+	TypeBlockDev InodeType = 7
 )
 
 func (t InodeType) String() string {
@@ -26,9 +32,23 @@ func (t InodeType) String() string {
 		return "dir"
 	case TypeSymlink:
 		return "symlink"
+	case TypeFifo:
+		return "fifo"
+	case TypeSocket:
+		return "socket"
+	case TypeCharDev:
+		return "character device"
+	case TypeBlockDev:
+		return "block device"
 	}
 	return "type?"
 }
+
+// Special reports whether t is a fifo, a socket or a device.
+func (t InodeType) Special() bool { return t >= TypeFifo && t <= TypeBlockDev }
+
+// Device reports whether t is a character or block device (it has an Rdev).
+func (t InodeType) Device() bool { return t == TypeCharDev || t == TypeBlockDev }
 
 // Layout says where a file's chunks live. The namespace stores it opaquely
 // (core/layout interprets it): files get the one given at create, or their
@@ -72,6 +92,10 @@ type Inode struct {
 	// key) rather than asked for; only such directories are pruned when they
 	// empty (RemoveRequest.PruneImplicit).
 	Implicit bool `cbor:"19,keyasint,omitempty"`
+
+	// Rdev is a device's number, in the 32-bit encoding FUSE carries
+	// (Linux's new_encode_dev: minor's low byte, major, the rest of minor).
+	Rdev uint32 `cbor:"20,keyasint,omitempty"`
 }
 
 // IsDir reports whether the inode is a directory.
@@ -85,6 +109,14 @@ func (in *Inode) StatMode() uint32 {
 		m |= syscall.S_IFDIR
 	case TypeSymlink:
 		m |= syscall.S_IFLNK
+	case TypeFifo:
+		m |= syscall.S_IFIFO
+	case TypeSocket:
+		m |= syscall.S_IFSOCK
+	case TypeCharDev:
+		m |= syscall.S_IFCHR
+	case TypeBlockDev:
+		m |= syscall.S_IFBLK
 	default:
 		m |= syscall.S_IFREG
 	}

@@ -749,6 +749,110 @@ func script() []step {
 			return check(err == nil && n > 5, "dropped %d: %v", n, err)
 		}},
 
+		// special files
+		{"mknod a fifo, a socket and two devices", 0, func(e *tenv) error {
+			if _, err := e.mkdir("/sp"); err != nil {
+				return err
+			}
+			sp, _ := e.ino("/sp")
+			for _, c := range []struct {
+				name string
+				typ  InodeType
+				rdev uint32
+				mode uint32
+			}{{"fifo", TypeFifo, 77, syscall.S_IFIFO}, {"sock", TypeSocket, 0, syscall.S_IFSOCK},
+				{"chr", TypeCharDev, 1<<8 | 3, syscall.S_IFCHR}, {"blk", TypeBlockDev, 7<<8 | 200, syscall.S_IFBLK}} {
+				req := MknodRequest{ReqID: e.req("mknod " + c.name), Parent: sp, Name: c.name, Type: c.typ, Mode: 0o1640, Rdev: c.rdev, UID: 5, GID: 6}
+				in, err := e.ns.Mknod(ctx, req)
+				if err != nil {
+					return err
+				}
+				again, err := e.ns.Mknod(ctx, req) // a retry answers the first result
+				if err != nil {
+					return err
+				}
+				want := c.rdev
+				if !c.typ.Device() {
+					want = 0
+				}
+				st, err := e.stat("/sp/" + c.name)
+				if err != nil {
+					return err
+				}
+				if err := check(in.Type == c.typ && in.Rdev == want && in.Nlink == 1 && in.UID == 5 && in.GID == 6 &&
+					in.StatMode() == c.mode|0o1640 && again.ID == in.ID && st.ID == in.ID && st.Rdev == want,
+					"%s: %+v, retry %+v, stat %+v", c.name, in, again, st); err != nil {
+					return err
+				}
+				e.ids[c.name] = in.ID
+			}
+			ents, _, err := e.ns.ReadDir(ctx, sp, "", 0)
+			if err != nil {
+				return err
+			}
+			types := map[string]InodeType{}
+			for _, d := range ents {
+				types[d.Name] = d.Type
+			}
+			return check(types["fifo"] == TypeFifo && types["sock"] == TypeSocket && types["chr"] == TypeCharDev && types["blk"] == TypeBlockDev, "%v", types)
+		}},
+		{"mknod over an existing name", ErrExist, func(e *tenv) error {
+			sp, _ := e.ino("/sp")
+			return okIno(e.ns.Mknod(ctx, MknodRequest{Parent: sp, Name: "chr", Type: TypeFifo}))
+		}},
+		{"mknod of a regular file", ErrInvalid, func(e *tenv) error {
+			return okIno(e.ns.Mknod(ctx, MknodRequest{Parent: RootID, Name: "reg", Type: TypeFile}))
+		}},
+		{"mknod in a file", ErrNotDir, func(e *tenv) error {
+			return okIno(e.ns.Mknod(ctx, MknodRequest{Parent: e.ids["f"], Name: "x", Type: TypeFifo}))
+		}},
+		{"create over a special file", ErrExist, func(e *tenv) error { _, err := e.create("/sp/fifo", false); return err }},
+		{"open a special file for writing", ErrNoDevice, func(e *tenv) error {
+			_, err := e.ns.Open(ctx, e.ids["fifo"], syscall.O_WRONLY, "c")
+			return err
+		}},
+		{"open a special file for reading", 0, func(e *tenv) error {
+			r, err := e.ns.Open(ctx, e.ids["chr"], syscall.O_RDONLY, "c")
+			return check(err == nil && r.Session == nil && r.Inode.Rdev == 1<<8|3, "%+v %v", r, err)
+		}},
+		{"truncate a special file", ErrInvalid, func(e *tenv) error { return okIno(e.ns.Truncate(ctx, e.ids["fifo"], 0)) }},
+		{"chmod, link, rename and unlink a special file", 0, func(e *tenv) error {
+			in, err := e.ns.SetAttr(ctx, e.ids["blk"], SetAttrRequest{Mask: SetMode | SetUID, Mode: 0o600, UID: 9})
+			if err != nil || in.Mode != 0o600 || in.UID != 9 || in.Rdev != 7<<8|200 {
+				return check(false, "chmod: %+v %v", in, err)
+			}
+			if in, err := e.link("/sp/blk", "/sp/blk2"); err != nil || in.Nlink != 2 {
+				return check(false, "link: %+v %v", in, err)
+			}
+			if err := e.rename("/sp/blk2", "/blk3", 0); err != nil {
+				return err
+			}
+			if err := e.unlink("/sp/blk"); err != nil {
+				return err
+			}
+			if in, err := e.stat("/blk3"); err != nil || in.Nlink != 1 || in.Type != TypeBlockDev {
+				return check(false, "after unlinking one name: %+v %v", in, err)
+			}
+			if err := e.unlink("/blk3"); err != nil {
+				return err
+			}
+			_, err = e.ns.Stat(ctx, e.ids["blk"])
+			return wantErrno(err, ErrNotExist) // deleted with its last name
+		}},
+		{"a file renamed over a special file", 0, func(e *tenv) error {
+			if _, err := e.create("/sp/over", true); err != nil {
+				return err
+			}
+			if err := e.rename("/sp/over", "/sp/sock", 0); err != nil {
+				return err
+			}
+			if in, err := e.stat("/sp/sock"); err != nil || in.Type != TypeFile {
+				return check(false, "%+v %v", in, err)
+			}
+			_, err := e.ns.Stat(ctx, e.ids["sock"])
+			return wantErrno(err, ErrNotExist)
+		}},
+
 		// statfs
 		{"statfs counts inodes and bytes", 0, func(e *tenv) error {
 			if _, err := e.ns.Truncate(ctx, e.ids["f"], 12345); err != nil {

@@ -57,9 +57,10 @@ func (o *op) pruneImplicit(dir uint64) error {
 	return nil
 }
 
-// Unlink removes a name of a file or symlink (EISDIR for a directory). The
+// Unlink removes a name of anything but a directory (EISDIR for one). The
 // inode's nlink drops; at zero a file goes to the GC queue, unless it has open
-// write sessions (then the last Close queues it), and a symlink is deleted.
+// write sessions (then the last Close queues it), and a symlink or special
+// file is deleted.
 // Conflict-tracked: the dentry and the inode (read-modify-written). The result
 // is recorded under ReqID, so a retry returns it instead of acting again.
 func (n *Namespace) Unlink(ctx context.Context, req RemoveRequest) error {
@@ -186,7 +187,8 @@ func (o *op) existing(parent uint64, name string) (*Dentry, error) {
 
 // dropLink takes away one name of in (the caller cleared the dentry). At nlink
 // 0 the inode leaves the namespace: a file goes to the GC queue (or, with open
-// write sessions, stays marked until its last Close), a symlink is deleted, a
+// write sessions, stays marked until its last Close), a symlink or a special
+// file is deleted, a
 // directory is marked removed and queued for GC expansion. removedAt starts
 // the GC grace period.
 func (o *op) dropLink(in *Inode, removedAt int64) error {
@@ -203,8 +205,6 @@ func (o *op) dropLink(in *Inode, removedAt int64) error {
 		return nil
 	}
 	switch in.Type {
-	case TypeSymlink:
-		o.deleteInode(in)
 	case TypeFile:
 		busy, err := o.hasSessions(in.ID)
 		if err != nil {
@@ -217,6 +217,8 @@ func (o *op) dropLink(in *Inode, removedAt int64) error {
 	case TypeDir:
 		o.putInode(in)
 		o.queueGC(in, removedAt)
+	default: // symlinks and special files hold nothing to reclaim
+		o.deleteInode(in)
 	}
 	return nil
 }

@@ -70,7 +70,7 @@ type OpenResult struct {
 // reader of a removed file reads until GC's grace period ends). Write opens
 // store a session for client; O_TRUNC truncates a file to 0 (bumping
 // truncateVer). Directories opened for writing are EISDIR, symlinks ELOOP,
-// removed files ENOENT.
+// special files ENXIO, removed files ENOENT.
 func (n *Namespace) Open(ctx context.Context, ino uint64, flags int, client ClientID) (OpenResult, error) {
 	write := flags&syscall.O_ACCMODE != syscall.O_RDONLY
 	trunc := flags&syscall.O_TRUNC != 0
@@ -97,6 +97,8 @@ func (n *Namespace) Open(ctx context.Context, ino uint64, flags int, client Clie
 			return fail(ErrIsDir, "open directory %d for writing", ino)
 		case in.Type == TypeSymlink:
 			return fail(ErrLoop, "open symlink %d", ino)
+		case in.Type.Special():
+			return fail(ErrNoDevice, "open %s %d for writing: its data is the kernel's", in.Type, ino)
 		case in.Nlink == 0:
 			return fail(ErrNotExist, "open removed file %d", ino)
 		}

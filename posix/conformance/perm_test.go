@@ -92,6 +92,12 @@ func doOp(op helperOp) error {
 		return nil
 	case "setxattr":
 		return syscall.Setxattr(op.Path, "user.x", []byte("1"), 0)
+	case "mkfifo":
+		return syscall.Mkfifo(op.Path, 0o644)
+	case "mknod-chr":
+		return syscall.Mknod(op.Path, syscall.S_IFCHR|0o644, 1<<8|3)
+	case "symlink":
+		return os.Symlink("target", op.Path)
 	}
 	return syscall.ENOSYS
 }

@@ -230,12 +230,21 @@ func (f *fileSystem) readDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.
 	}
 }
 
+// typeMode is the S_IFMT bits of an inode type.
 func typeMode(t metaapi.Type) uint32 {
 	switch t {
 	case metaapi.TypeDir:
 		return syscall.S_IFDIR
 	case metaapi.TypeSymlink:
 		return syscall.S_IFLNK
+	case metaapi.TypeFifo:
+		return syscall.S_IFIFO
+	case metaapi.TypeSocket:
+		return syscall.S_IFSOCK
+	case metaapi.TypeCharDev:
+		return syscall.S_IFCHR
+	case metaapi.TypeBlockDev:
+		return syscall.S_IFBLK
 	}
 	return syscall.S_IFREG
 }

@@ -314,21 +314,41 @@ func (f *fileSystem) truncateOnOpen(ctx context.Context, in metaapi.Inode) (meta
 	return f.meta.SetAttr(ctx, in.ID, metaapi.SetAttrReq{Mask: metaapi.SetSize, Size: 0})
 }
 
-// Mknod makes regular files only: flyfs has no device, fifo or socket
-// inodes.
+// Mknod makes regular files, fifos, sockets (bind) and devices. Only the
+// inode is flyfs's: the kernel carries a special file's data (and refuses to
+// open devices on this nodev mount), so nothing of it reaches us but its
+// attributes.
 func (f *fileSystem) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
 	if st, ok := f.virtRefuse(in.NodeId, name); ok {
 		return st
 	}
-	if in.Mode&syscall.S_IFMT != syscall.S_IFREG && in.Mode&syscall.S_IFMT != 0 {
-		return fuse.EPERM
+	var typ metaapi.Type
+	switch in.Mode & syscall.S_IFMT {
+	case syscall.S_IFREG, 0:
+		typ = metaapi.TypeFile
+	case syscall.S_IFIFO:
+		typ = metaapi.TypeFifo
+	case syscall.S_IFSOCK:
+		typ = metaapi.TypeSocket
+	case syscall.S_IFCHR:
+		typ = metaapi.TypeCharDev
+	case syscall.S_IFBLK:
+		typ = metaapi.TypeBlockDev
+	default:
+		return fuse.EINVAL
 	}
 	if len(name) > maxName {
 		return fuse.Status(syscall.ENAMETOOLONG)
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
-	ino, _, _, err := f.meta.Create(ctx, in.NodeId, name, in.Mode&07777, os.O_EXCL, creds(&in.InHeader))
+	var ino metaapi.Inode
+	var err error
+	if typ == metaapi.TypeFile {
+		ino, _, _, err = f.meta.Create(ctx, in.NodeId, name, in.Mode&07777, os.O_EXCL, creds(&in.InHeader))
+	} else {
+		ino, err = f.meta.Mknod(ctx, in.NodeId, name, typ, in.Mode&07777, in.Rdev, creds(&in.InHeader))
+	}
 	if err != nil {
 		return f.status(ctx, "mknod", err)
 	}

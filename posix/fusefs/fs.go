@@ -136,16 +136,17 @@ func (f *fileSystem) fillAttr(in metaapi.Inode, a *fuse.Attr) {
 	*a = fuse.Attr{}
 	a.Ino = in.ID
 	size := in.Length
+	a.Mode = typeMode(in.Type)
 	switch in.Type {
 	case metaapi.TypeDir:
-		a.Mode = syscall.S_IFDIR
 		size = 4096
 	case metaapi.TypeSymlink:
-		a.Mode = syscall.S_IFLNK
 		size = uint64(len(in.Target))
-	default:
-		a.Mode = syscall.S_IFREG
+	case metaapi.TypeFile:
 		size = max(size, f.localSize(in.ID))
+	default: // special files: the kernel carries their data
+		size = 0
+		a.Rdev = in.Rdev
 	}
 	a.Mode |= in.Mode & 07777
 	a.Size = size

@@ -43,6 +43,7 @@ const (
 	MethodSetLayout   rpc.Method = 0x0418
 	MethodGetLayout   rpc.Method = 0x0419
 	MethodFsck        rpc.Method = 0x041b // check the whole namespace's consistency
+	MethodMknod       rpc.Method = 0x041c // a fifo, socket or device
 )
 
 // Rename flags, with Linux's values.
@@ -82,11 +83,42 @@ func Errno(err error) syscall.Errno {
 // Type of an inode.
 type Type uint8
 
+// Fifos, sockets and devices (special files) are inodes only: the kernel of
+// whoever opens one carries its data, so they have no bytes in flyfs, no
+// layout and no write opens (ENXIO); a device has its number in Rdev. Front
+// ends without a kernel behind them (the S3 gateway) do not show them.
 const (
-	TypeFile    Type = 1
-	TypeDir     Type = 2
-	TypeSymlink Type = 3
+	TypeFile     Type = 1
+	TypeDir      Type = 2
+	TypeSymlink  Type = 3
+	TypeFifo     Type = 4
+	TypeSocket   Type = 5
+	TypeCharDev  Type = 6
+	TypeBlockDev Type = 7
 )
+
+// Special reports whether t is a fifo, a socket or a device.
+func (t Type) Special() bool { return t >= TypeFifo && t <= TypeBlockDev }
+
+func (t Type) String() string {
+	switch t {
+	case TypeFile:
+		return "file"
+	case TypeDir:
+		return "dir"
+	case TypeSymlink:
+		return "symlink"
+	case TypeFifo:
+		return "fifo"
+	case TypeSocket:
+		return "socket"
+	case TypeCharDev:
+		return "character device"
+	case TypeBlockDev:
+		return "block device"
+	}
+	return "type " + strconv.Itoa(int(t))
+}
 
 // Inode is what clients see of an inode.
 type Inode struct {
@@ -106,6 +138,9 @@ type Inode struct {
 	Gen         uint64        `cbor:"14,keyasint,omitempty"` // grows on every data change
 	Implicit    bool          `cbor:"15,keyasint,omitempty"` // a directory made by a nested S3 PUT
 	StripeHint  uint32        `cbor:"16,keyasint,omitempty"` // chains that may hold chunks (length settling)
+	// Rdev is a device's number in the 32-bit encoding FUSE carries
+	// (Linux's new_encode_dev; glibc's makedev for majors below 4096).
+	Rdev uint32 `cbor:"17,keyasint,omitempty"`
 }
 
 // RequestID makes a mutating request idempotent across retries.
@@ -182,6 +217,19 @@ type SymlinkReq struct {
 	Target string    `cbor:"4,keyasint"`
 	UID    uint32    `cbor:"5,keyasint,omitempty"`
 	GID    uint32    `cbor:"6,keyasint,omitempty"`
+}
+
+// MknodReq creates a special file (Type is TypeFifo, TypeSocket,
+// TypeCharDev or TypeBlockDev).
+type MknodReq struct {
+	ReqID  RequestID `cbor:"1,keyasint"`
+	Parent uint64    `cbor:"2,keyasint"`
+	Name   string    `cbor:"3,keyasint"`
+	Type   Type      `cbor:"4,keyasint"`
+	Mode   uint32    `cbor:"5,keyasint,omitempty"`
+	Rdev   uint32    `cbor:"6,keyasint,omitempty"`
+	UID    uint32    `cbor:"7,keyasint,omitempty"`
+	GID    uint32    `cbor:"8,keyasint,omitempty"`
 }
 
 // LinkReq creates a hard link.
@@ -362,6 +410,9 @@ func (c Client) Mkdir(ctx context.Context, req *MkdirReq) (*InodeResp, error) {
 func (c Client) Symlink(ctx context.Context, req *SymlinkReq) (*InodeResp, error) {
 	return call[SymlinkReq, InodeResp](ctx, c, MethodSymlink, req)
 }
+func (c Client) Mknod(ctx context.Context, req *MknodReq) (*InodeResp, error) {
+	return call[MknodReq, InodeResp](ctx, c, MethodMknod, req)
+}
 func (c Client) Link(ctx context.Context, req *LinkReq) (*InodeResp, error) {
 	return call[LinkReq, InodeResp](ctx, c, MethodLink, req)
 }
@@ -438,6 +489,7 @@ type FsckResp struct {
 	Sessions int      `cbor:"7,keyasint"`
 	Problems []string `cbor:"8,keyasint,omitempty"`
 	Summary  string   `cbor:"9,keyasint"`
+	Specials int      `cbor:"10,keyasint,omitempty"` // fifos, sockets, devices
 }
 
 func (c Client) Fsck(ctx context.Context) (*FsckResp, error) {
