@@ -52,13 +52,13 @@ func TestServerServesTLS(t *testing.T) {
 	certFile, keyFile := selfSigned(t, dir)
 	s3addr, conAddr := freeLoopback(t), freeLoopback(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	var out bytes.Buffer
+	out := &syncWriter{w: &bytes.Buffer{}}
 	done := make(chan error, 1)
 	go func() {
 		done <- runServer(ctx, serverOptions{dataDir: filepath.Join(dir, "data"), kvc: kvopen.Config{Engine: "pebble"},
 			mgmtdAddr: freeLoopback(t), metadAddr: freeLoopback(t), disks: 1, replicas: 1, chains: 2, noSync: true,
 			tok: tokenOptions{token: testToken}, s3Addr: s3addr, consoleAddr: conAddr,
-			http: httpOptions{tlsCert: certFile, tlsKey: keyFile}}, &syncWriter{w: &out})
+			http: httpOptions{tlsCert: certFile, tlsKey: keyFile}}, out)
 	}()
 	defer func() {
 		cancel()
