@@ -80,7 +80,7 @@ func TestErrnos(t *testing.T) {
 		}, syscall.EBADF},
 		{"getxattr of a missing attribute", func() error { _, err := unix.Getxattr(f, "user.none", nil); return err }, syscall.ENODATA},
 		{"removexattr of a missing attribute", func() error { return unix.Removexattr(f, "user.none") }, syscall.ENODATA},
-		{"mknod of a fifo", func() error { return syscall.Mkfifo(filepath.Join(d, "fifo"), 0o644) }, syscall.EPERM},
+		{"mkfifo over an existing file", func() error { return syscall.Mkfifo(f, 0o644) }, syscall.EEXIST},
 		{"create inside /.flyfs", func() error { return os.WriteFile(filepath.Join(mountDir, ".flyfs", "x"), nil, 0o644) }, syscall.EPERM},
 		{"a bogus registration in /.flyfs", func() error { return os.Symlink("/etc/passwd", filepath.Join(mountDir, ".flyfs", "flyfs-iov-zz")) }, syscall.EINVAL},
 	}
