@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -281,7 +282,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // readJSON decodes a small JSON body into v, refusing unknown fields and
-// anything that is not JSON.
+// anything that is not JSON, such as a second value after the first.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		apiError(w, http.StatusUnsupportedMediaType, "bad_request", "send a JSON body with Content-Type: application/json")
@@ -289,7 +290,13 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	err := dec.Decode(v)
+	if err == nil {
+		if _, next := dec.Token(); next != io.EOF {
+			err = errors.New("data after the JSON value")
+		}
+	}
+	if err != nil {
 		apiError(w, http.StatusBadRequest, "bad_request", "bad JSON body: "+err.Error())
 		return false
 	}
