@@ -34,8 +34,10 @@ bench: build
 	$(BIN) bench fuse
 	$(BIN) bench s3-gateway
 
-# The gateway's parsers run for a count of inputs (about 10 s each), not a
-# duration: go1.26's -fuzztime deadline can fail a clean run (golang/go#75804).
+# The gateway's parsers, the console's JSON bodies and the RPC request
+# handlers of metad, storaged and mgmtd (each against an in-process server)
+# run for a count of inputs (about 10 s each), not a duration: go1.26's
+# -fuzztime deadline can fail a clean run (golang/go#75804).
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 60s ./core/rpc
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRange$$' -fuzztime 50000x ./gateway
@@ -43,6 +45,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCopyRange$$' -fuzztime 50000x ./gateway
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalQuery$$' -fuzztime 50000x ./gateway
 	$(GO) test -run '^$$' -fuzz '^FuzzTagsFromHeader$$' -fuzztime 50000x ./gateway
+	$(GO) test -run '^$$' -fuzz '^FuzzConsoleJSON$$' -fuzztime 50000x ./console
+	$(GO) test -run '^$$' -fuzz '^FuzzMetadHandlers$$' -fuzztime 50000x ./metad
+	$(GO) test -run '^$$' -fuzz '^FuzzStoragedHandlers$$' -fuzztime 50000x ./storaged
+	$(GO) test -run '^$$' -fuzz '^FuzzMgmtdHandlers$$' -fuzztime 50000x ./mgmtd
 
 clean:
 	rm -rf bin

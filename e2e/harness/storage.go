@@ -47,6 +47,9 @@ type StorageConfig struct {
 	NoSync   bool // skip fsyncs (faster tests; crash tests keep them)
 	// ForwardTimeout of each storaged (default 10 s).
 	ForwardTimeout time.Duration
+	// Logger receives the services' logs, their RPC servers' included
+	// (default: dropped, or stderr with FLYFS_TEST_LOG set).
+	Logger *slog.Logger
 }
 
 // StorageCluster is N storaged on loopback with a routing table the test sets.
@@ -88,6 +91,9 @@ func StartStorage(tb testing.TB, cfg StorageConfig) *StorageCluster {
 		cfg.ForwardTimeout = 10 * time.Second
 	}
 	c := &StorageCluster{tb: tb, cfg: cfg, Net: NewNetwork(), Token: "harness-token", log: quietLog}
+	if cfg.Logger != nil {
+		c.log = cfg.Logger
+	}
 	info := &routing.Info{Version: 1, Nodes: map[routing.NodeID]routing.Node{}, Chains: map[routing.ChainID]*routing.Chain{}}
 	base := tb.TempDir()
 	for i := 0; i < cfg.Nodes; i++ {
