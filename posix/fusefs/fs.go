@@ -152,7 +152,7 @@ func (f *fileSystem) fillAttr(in metaapi.Inode, a *fuse.Attr) {
 	a.Size = size
 	a.Blocks = (size + 511) / 512
 	a.Blksize = 1 << 20 // tools size their buffers by it
-	a.Nlink = in.Nlink // 0 for a file open here after its last name went
+	a.Nlink = in.Nlink  // 0 for a file open here after its last name went
 	a.Uid, a.Gid = in.UID, in.GID
 	a.Atime, a.Atimensec = splitNs(in.Atime)
 	a.Mtime, a.Mtimensec = splitNs(in.Mtime)
