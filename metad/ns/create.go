@@ -165,7 +165,10 @@ func (n *Namespace) Mkdir(ctx context.Context, req MkdirRequest) (Inode, error) 
 			if err != nil {
 				return err
 			}
-			return o.own(d, TypeDir, &res)
+			if err := o.own(d, TypeDir, &res); err != nil {
+				return err
+			}
+			return dirView(o.ctx, o.tx, res)
 		}
 		p, err := o.liveDir(req.Parent)
 		if err != nil {
@@ -174,7 +177,11 @@ func (n *Namespace) Mkdir(ctx context.Context, req MkdirRequest) (Inode, error) 
 		if err := o.newID(&id); err != nil {
 			return err
 		}
-		res = o.mkdir(p, id, req.Name, req.Mode, req.UID, req.GID, req.Layout, req.ReqID)
+		in, err := o.mkdir(p, id, req.Name, req.Mode, req.UID, req.GID, req.Layout, req.ReqID)
+		if err != nil {
+			return err
+		}
+		res = ptr(newDirView(in))
 		return nil
 	})
 	if err != nil {
@@ -183,14 +190,15 @@ func (n *Namespace) Mkdir(ctx context.Context, req MkdirRequest) (Inode, error) 
 	return *res, nil
 }
 
-// mkdir writes a new directory inode and its dentry in p.
-func (o *op) mkdir(p *Inode, id uint64, name string, mode, uid, gid uint32, layout *Layout, req RequestID) *Inode {
+// mkdir writes a new directory inode and its dentry in p, and counts it
+// among p's subdirectories.
+func (o *op) mkdir(p *Inode, id uint64, name string, mode, uid, gid uint32, layout *Layout, req RequestID) (*Inode, error) {
 	l := inheritLayout(p, layout)
-	in := &Inode{ID: id, Type: TypeDir, Mode: mode & 07777, UID: uid, GID: gid,
+	in := &Inode{ID: id, Type: TypeDir, Mode: mode & 07777, UID: uid, GID: gid, CountsSubdirs: true,
 		Atime: o.now, Mtime: o.now, Ctime: o.now, Nlink: 1, Parent: p.ID, Name: name, DefaultLayout: &l}
 	o.createInode(in)
 	o.putDentry(p.ID, name, &Dentry{Ino: id, Type: TypeDir, ReqID: req})
-	return in
+	return in, o.addSubdir(p.ID, id, 1)
 }
 
 // MkdirAllRequest creates a directory and any missing parents (mkdir -p).
@@ -262,7 +270,7 @@ func (n *Namespace) MkdirAll(ctx context.Context, req MkdirAllRequest) (Inode, e
 		}
 		if i == len(comps) {
 			res = cur
-			return nil
+			return dirView(o.ctx, o.tx, res)
 		}
 		missing := comps[i:]
 		for _, c := range missing {
@@ -290,13 +298,15 @@ func (n *Namespace) MkdirAll(ctx context.Context, req MkdirAllRequest) (Inode, e
 			if err := o.newID(&ids[k]); err != nil {
 				return err
 			}
-			p = o.mkdir(p, ids[k], c, req.Mode, req.UID, req.GID, req.Layout, req.ReqID)
+			if p, err = o.mkdir(p, ids[k], c, req.Mode, req.UID, req.GID, req.Layout, req.ReqID); err != nil {
+				return err
+			}
 			if req.Implicit {
 				p.Implicit = true
 				o.putInode(p)
 			}
 		}
-		res = p
+		res = ptr(newDirView(p))
 		return nil
 	})
 	if err != nil {

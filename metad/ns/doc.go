@@ -13,15 +13,19 @@
 //	SESS ino(8, LE) session(16)              -> Session
 //	XATR ino(8, LE) name                     -> raw xattr value
 //	DMTI dir(8, LE)                          -> directory mtime (blind writes)
+//	DMTI dir(8, LE) shard(1)                 -> subdirectory count shard (dirattr.go)
 //	STAB                                     -> folded StatFS totals
 //	STAD time(8, BE) nonce(8)                -> StatFS delta (blind writes)
 //
 // # Invariants
 //
 //   - The root directory is inode 1; its parent is itself; it has no dentry.
-//   - A live directory has exactly one dentry and nlink 1; its Parent and Name
-//     name that dentry. A directory with nlink 0 is detached (RemoveAll, or a
-//     child expanded by GC) and sits in the GC queue.
+//   - A live directory has exactly one dentry and stored nlink 1; its Parent
+//     and Name name that dentry. A directory with nlink 0 is detached
+//     (RemoveAll, or a child expanded by GC) and sits in the GC queue. The
+//     nlink a directory reports is 2 plus its subdirectories, counted in 16
+//     shards by the subdirectory's id (DMTI dir shard): each shard is the
+//     exact number of subdirectories whose id falls in it.
 //   - A file, symlink or special file's nlink is the number of dentries naming
 //     it. A file with nlink 0 still has its inode (open readers keep reading)
 //     and is either in the GC queue or has open write sessions (the last Close
@@ -36,7 +40,10 @@
 //     for a directory rename every ancestor of the destination.
 //   - Creates never write the parent inode, so creates in one directory do not
 //     conflict; the parent's mtime is a blind write to its DMTI key, and StatFS
-//     counters are blind writes of delta keys folded later.
+//     counters are blind writes of delta keys folded later. Mkdir, rmdir and
+//     directory moves also read-modify-write one subdirectory count shard of
+//     each parent involved (never the parent inode), so they conflict only
+//     with each other, and only within a shard.
 //   - Every mutating request carries a RequestID reused on retry. Creates,
 //     mkdir, link, symlink and rename stamp it into the dentry they create;
 //     unlink, rmdir, rename and RemoveAll store their result (errors included)

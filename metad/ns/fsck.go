@@ -52,6 +52,7 @@ type fsckState struct {
 	sessions map[uint64]int
 	xattrs   map[uint64]bool
 	dirTimes map[uint64]bool
+	subdirs  map[uint64]*[subdirShards]int64 // the count shards of each directory
 	alloc    [allocShards]uint64
 	stats    FSStats
 	bad      []string // undecodable or unknown keys
@@ -66,6 +67,9 @@ type fsckState struct {
 //     sessions (symlinks and special files never linger, and hold no data);
 //   - a live directory has exactly one dentry, matching its Parent and Name;
 //     a removed one (nlink 0) has none and is queued; the root has none;
+//   - a directory's subdirectory count (the nlink it reports) equals its
+//     subdirectories, shard by shard (directories older than the count are
+//     not checked);
 //   - every inode is reachable from the root or from a queued directory, and
 //     parent pointers lead to the root or a removed directory without cycles;
 //   - GC entries, sessions, xattrs and directory times belong to inodes that
@@ -92,7 +96,7 @@ func Check(ctx context.Context, db *kv.DB) (Report, error) {
 
 func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
 	st := &fsckState{inodes: map[uint64]*Inode{}, gc: map[uint64]gcKind{}, sessions: map[uint64]int{},
-		xattrs: map[uint64]bool{}, dirTimes: map[uint64]bool{}}
+		xattrs: map[uint64]bool{}, dirTimes: map[uint64]bool{}, subdirs: map[uint64]*[subdirShards]int64{}}
 	bad := &st.bad
 	id := func(k []byte, off int) uint64 { return binary.LittleEndian.Uint64(k[off : off+8]) }
 	// Only our tags: the store may hold other services' keys.
@@ -143,6 +147,18 @@ func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
 			st.xattrs[id(k, 4)] = true
 		case bytes.Equal(tag, tagDirTime) && len(rest) == 8:
 			st.dirTimes[id(k, 4)] = true
+		case bytes.Equal(tag, tagDirTime) && len(rest) == 9 && rest[8] < subdirShards:
+			var n int64
+			if err := decode(v, &n); err != nil {
+				*bad = append(*bad, fmt.Sprintf("subdirectory count %x: %v", rest, err))
+				return nil
+			}
+			dir := id(k, 4)
+			if st.subdirs[dir] == nil {
+				st.subdirs[dir] = new([subdirShards]int64)
+			}
+			st.subdirs[dir][rest[8]] = n
+			st.dirTimes[dir] = true
 		case bytes.Equal(tag, tagAlloc) && len(rest) == 1 && int(rest[0]) < allocShards && len(v) == 8:
 			st.alloc[rest[0]] = binary.LittleEndian.Uint64(v)
 		case bytes.Equal(k, keyStatBase), bytes.Equal(tag, tagStatDelta) && len(rest) == 16:
@@ -187,6 +203,7 @@ func (st *fsckState) check(r *Report) {
 	links := map[uint64]int{}
 	dirDentry := map[uint64][]fsckDentry{}
 	children := map[uint64][]uint64{}
+	subdirs := map[uint64]*[subdirShards]int64{} // counted from the dentries
 	for _, e := range st.dentries {
 		p, ok := st.inodes[e.parent]
 		if !ok {
@@ -209,6 +226,10 @@ func (st *fsckState) check(r *Report) {
 		children[e.parent] = append(children[e.parent], e.d.Ino)
 		if c.Type == TypeDir {
 			dirDentry[e.d.Ino] = append(dirDentry[e.d.Ino], e)
+			if subdirs[e.parent] == nil {
+				subdirs[e.parent] = new([subdirShards]int64)
+			}
+			subdirs[e.parent][e.d.Ino%subdirShards]++
 		}
 	}
 
@@ -274,6 +295,19 @@ func (st *fsckState) check(r *Report) {
 			default:
 				r.problem("directory %d: nlink %d", ino, in.Nlink)
 			}
+			if in.CountsSubdirs && in.Nlink == 1 {
+				var want, got [subdirShards]int64
+				if c := subdirs[ino]; c != nil {
+					want = *c
+				}
+				if c := st.subdirs[ino]; c != nil {
+					got = *c
+				}
+				if want != got {
+					r.problem("directory %d: nlink counts %d subdirectories, it has %d (by id mod %d: counted %v, found %v)",
+						ino, sum(got[:]), sum(want[:]), subdirShards, got, want)
+				}
+			}
 		default:
 			r.problem("inode %d: type %d", ino, in.Type)
 		}
@@ -306,7 +340,7 @@ func (st *fsckState) check(r *Report) {
 	}
 	for ino := range st.dirTimes {
 		if in, ok := st.inodes[ino]; !ok || in.Type != TypeDir {
-			r.problem("directory time of missing directory %d", ino)
+			r.problem("directory time or subdirectory count of missing directory %d", ino)
 		}
 	}
 	if stats != st.stats {
@@ -368,4 +402,12 @@ func (st *fsckState) check(r *Report) {
 			cur = p
 		}
 	}
+}
+
+func sum(v []int64) int64 {
+	var s int64
+	for _, x := range v {
+		s += x
+	}
+	return s
 }

@@ -55,6 +55,14 @@ func TestFsckDetects(t *testing.T) {
 			tx.Set(inodeKey(1<<50), encode(&Inode{ID: 1 << 50, Type: TypeFile, Nlink: 1}))
 			tx.Set(dentryKey(RootID, "forged"), encode(&Dentry{Ino: 1 << 50, Type: TypeFile}))
 		}, "not handed out"},
+		{"subdirectory count off", func(e *tenv, tx kv.Txn, ids map[string]uint64) {
+			tx.Set(subdirKey(ids["/d"], 3), encode(int64(1)))
+		}, "nlink counts 2 subdirectories, it has 1"},
+		{"subdirectory counted in the wrong shard", func(e *tenv, tx kv.Txn, ids map[string]uint64) {
+			sub := ids["/d/e"]
+			tx.Clear(subdirKey(ids["/d"], sub))
+			tx.Set(subdirKey(ids["/d"], sub+1), encode(int64(1)))
+		}, "by id mod 16"},
 		{"session of a missing inode", func(e *tenv, tx kv.Txn, ids map[string]uint64) {
 			tx.Set(sessionKey(1<<41, SessionID{1}), encode(&Session{Ino: 1 << 41}))
 		}, "sessions of missing inode"},

@@ -96,6 +96,10 @@ type Inode struct {
 	// Rdev is a device's number, in the 32-bit encoding FUSE carries
 	// (Linux's new_encode_dev: minor's low byte, major, the rest of minor).
 	Rdev uint32 `cbor:"20,keyasint,omitempty"`
+	// CountsSubdirs: a directory whose subdirectories are counted (every one
+	// made since the count exists, see dirattr.go), so Stat reports nlink 2
+	// plus them; an older directory reports 1.
+	CountsSubdirs bool `cbor:"21,keyasint,omitempty"`
 }
 
 // IsDir reports whether the inode is a directory.
@@ -184,14 +188,15 @@ func (o *op) createInode(in *Inode) {
 	o.dBytes += int64(in.Length)
 }
 
-// deleteInode removes an inode and everything keyed by it (xattrs, directory
-// mtime); the caller removed its dentries and checked it has no sessions.
+// deleteInode removes an inode and everything keyed by it (xattrs, a
+// directory's attributes); the caller removed its dentries and checked it has
+// no sessions.
 func (o *op) deleteInode(in *Inode) {
 	o.tx.Clear(inodeKey(in.ID))
 	p := xattrPrefix(in.ID)
 	o.tx.ClearRange(p, prefixEnd(p))
 	if in.Type == TypeDir {
-		o.tx.Clear(dirTimeKey(in.ID))
+		o.clearDirAttrs(in.ID)
 		delete(o.dirs, in.ID)
 	}
 	o.dInodes--

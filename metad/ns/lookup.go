@@ -12,7 +12,8 @@ import (
 const MaxSymlinkHops = 40
 
 // Stat returns inode ino. A directory's Mtime/Ctime include its latest entry
-// change (kept off the inode, see dirtime.go).
+// change and its Nlink counts its subdirectories (both kept off the inode,
+// see dirattr.go).
 func (n *Namespace) Stat(ctx context.Context, ino uint64) (Inode, error) {
 	var in *Inode
 	err := n.view(ctx, func(tx kv.ReadTxn) error {
@@ -73,7 +74,7 @@ func statInode(ctx context.Context, tx kv.ReadTxn, ino uint64) (*Inode, error) {
 		return nil, err
 	}
 	if in.Type == TypeDir {
-		if err := mergeDirTime(ctx, tx, in); err != nil {
+		if err := dirView(ctx, tx, in); err != nil {
 			return nil, err
 		}
 	}
@@ -138,7 +139,7 @@ func (n *Namespace) Resolve(ctx context.Context, path string, followLast bool) (
 			return err
 		}
 		if in.Type == TypeDir {
-			return mergeDirTime(ctx, tx, in)
+			return dirView(ctx, tx, in)
 		}
 		return nil
 	})

@@ -90,7 +90,7 @@ func New(db *kv.DB, opts Options) (*Namespace, error) {
 		if err != nil || found {
 			return err
 		}
-		o.createInode(&Inode{ID: RootID, Type: TypeDir, Mode: n.opts.RootMode & 07777, Nlink: 1,
+		o.createInode(&Inode{ID: RootID, Type: TypeDir, Mode: n.opts.RootMode & 07777, Nlink: 1, CountsSubdirs: true,
 			Atime: o.now, Mtime: o.now, Ctime: o.now, Parent: RootID, DefaultLayout: ptr(n.opts.RootLayout)})
 		return nil
 	})

@@ -87,7 +87,7 @@ func script() []step {
 			if err != nil {
 				return err
 			}
-			return check(in.Type == TypeDir && in.Nlink == 1 && in.Parent == RootID && in.Name == "a" &&
+			return check(in.Type == TypeDir && in.Nlink == 2 && in.Parent == RootID && in.Name == "a" &&
 				in.StatMode() == syscall.S_IFDIR|0o755, "%+v", in)
 		}},
 		{"errno matches syscall and io/fs", 0, func(e *tenv) error {

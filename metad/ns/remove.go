@@ -52,6 +52,9 @@ func (o *op) pruneImplicit(dir uint64) error {
 		}
 		o.clearDentry(in.Parent, in.Name)
 		o.deleteInode(in)
+		if err := o.addSubdir(in.Parent, in.ID, -1); err != nil {
+			return err
+		}
 		dir = in.Parent
 	}
 	return nil
@@ -116,6 +119,9 @@ func (n *Namespace) Rmdir(ctx context.Context, req RemoveRequest) error {
 		}
 		o.clearDentry(req.Parent, req.Name)
 		o.deleteInode(in)
+		if err := o.addSubdir(req.Parent, in.ID, -1); err != nil {
+			return err
+		}
 		if req.PruneImplicit {
 			return o.pruneImplicit(req.Parent)
 		}
@@ -159,6 +165,11 @@ func (o *op) unlinkEntry(req RemoveRequest, in *Inode) error {
 		return err
 	}
 	o.clearDentry(req.Parent, req.Name)
+	if in.Type == TypeDir {
+		if err := o.addSubdir(req.Parent, in.ID, -1); err != nil {
+			return err
+		}
+	}
 	if err := o.dropLink(in, o.now); err != nil {
 		return err
 	}

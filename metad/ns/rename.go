@@ -115,20 +115,26 @@ func (n *Namespace) Rename(ctx context.Context, req RenameRequest) error {
 		if exchange {
 			o.putDentry(req.DstParent, req.DstName, &Dentry{Ino: srcIn.ID, Type: srcIn.Type, ReqID: req.ReqID})
 			o.putDentry(req.SrcParent, req.SrcName, &Dentry{Ino: dstIn.ID, Type: dstIn.Type, ReqID: req.ReqID})
-			o.moved(srcIn, req.DstParent, req.DstName)
-			o.moved(dstIn, req.SrcParent, req.SrcName)
-			return nil
+			if err := o.moved(srcIn, req.SrcParent, req.DstParent, req.DstName); err != nil {
+				return err
+			}
+			return o.moved(dstIn, req.DstParent, req.SrcParent, req.SrcName)
 		}
 		o.clearDentry(req.SrcParent, req.SrcName)
 		if dstIn != nil {
 			if dstIn.Type == TypeDir {
 				o.deleteInode(dstIn) // empty, checked above
+				if err := o.addSubdir(req.DstParent, dstIn.ID, -1); err != nil {
+					return err
+				}
 			} else if err := o.dropLink(dstIn, o.now); err != nil {
 				return err
 			}
 		}
 		o.putDentry(req.DstParent, req.DstName, &Dentry{Ino: srcIn.ID, Type: srcIn.Type, ReqID: req.ReqID})
-		o.moved(srcIn, req.DstParent, req.DstName)
+		if err := o.moved(srcIn, req.SrcParent, req.DstParent, req.DstName); err != nil {
+			return err
+		}
 		if req.PruneImplicit && req.SrcParent != req.DstParent {
 			return o.pruneImplicit(req.SrcParent)
 		}
@@ -189,12 +195,19 @@ func (o *op) notAncestor(dir, dst uint64) error {
 	}
 }
 
-// moved updates an inode that got a new name: ctime, and a directory's Parent
-// and Name.
-func (o *op) moved(in *Inode, parent uint64, name string) {
+// moved updates an inode that got a new name, in parent, from from: ctime,
+// and a directory's Parent and Name, and which directory counts it.
+func (o *op) moved(in *Inode, from, parent uint64, name string) error {
 	in.Ctime = o.now
 	if in.Type == TypeDir {
 		in.Parent, in.Name = parent, name
 	}
 	o.putInode(in)
+	if in.Type != TypeDir || from == parent {
+		return nil
+	}
+	if err := o.addSubdir(from, in.ID, -1); err != nil {
+		return err
+	}
+	return o.addSubdir(parent, in.ID, 1)
 }
