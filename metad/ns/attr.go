@@ -79,6 +79,11 @@ func (n *Namespace) SetAttr(ctx context.Context, ino uint64, req SetAttrRequest)
 		}
 		if req.Mask&SetMtime != 0 {
 			in.Mtime = req.Mtime
+			if in.Type == TypeDir {
+				// An explicit mtime holds until the next entry change: the
+				// latest one so far must not show through it.
+				o.tx.Clear(dirTimeKey(in.ID))
+			}
 		}
 		if req.Mask&SetSize != 0 {
 			o.truncate(in, req.Size)
@@ -92,6 +97,11 @@ func (n *Namespace) SetAttr(ctx context.Context, ino uint64, req SetAttrRequest)
 		in.Ctime = o.now
 		o.putInode(in)
 		res = in
+		if in.Type == TypeDir {
+			v := *in
+			res = &v
+			return dirView(o.ctx, o.tx, res)
+		}
 		return nil
 	})
 	if err != nil {

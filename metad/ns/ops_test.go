@@ -51,6 +51,28 @@ func script() []step {
 			return check(after.Mtime > before.Mtime && after.Ctime > before.Ctime && raw.Mtime == before.Mtime,
 				"mtime %d -> %d, inode %d", before.Mtime, after.Mtime, raw.Mtime)
 		}},
+		{"an explicit mtime of a directory holds until its next entry change", 0, func(e *tenv) error {
+			if _, err := e.create("/a/t2", true); err != nil {
+				return err
+			}
+			in, err := e.ns.SetAttr(ctx, e.must("/a"), SetAttrRequest{Mask: SetMtime | SetAtime, Mtime: 1e9, Atime: 2e9})
+			if err != nil {
+				return err
+			}
+			st, err := e.stat("/a")
+			if err != nil {
+				return err
+			}
+			if err := check(in.Mtime == 1e9 && st.Mtime == 1e9 && st.Atime == 2e9 && st.Ctime > 1e18 && in.Nlink == 2,
+				"setattr answered %+v, stat %+v", in, st); err != nil {
+				return err
+			}
+			if err := e.unlink("/a/t2"); err != nil {
+				return err
+			}
+			st, err = e.stat("/a")
+			return check(err == nil && st.Mtime > 1e18, "after an unlink: %+v %v", st, err)
+		}},
 		{"mkdir /a again", ErrExist, func(e *tenv) error { return okIno(e.mkdir("/a")) }},
 		{"create /a/f exclusive", 0, func(e *tenv) error {
 			r, err := e.create("/a/f", true)

@@ -494,6 +494,40 @@ func (f *fileSystem) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fus
 	return f.status(ctx, "fallocate", err)
 }
 
+// reportWriters sends metad the length and version of everything this
+// mount's live write sessions of ino wrote so far (their queued writes
+// first), as fsync does: a close then reports a change only for what is
+// written after this.
+func (f *fileSystem) reportWriters(ctx context.Context, ino uint64) error {
+	f.mu.Lock()
+	var hs []*handle
+	oi := f.opened[ino]
+	if oi != nil {
+		for h := range oi.handles {
+			if h.write {
+				hs = append(hs, h)
+			}
+		}
+	}
+	f.mu.Unlock()
+	if oi == nil {
+		return nil
+	}
+	oi.q.wait() // a failed write stays for the next fsync or close to report
+	for _, h := range hs {
+		h.mu.RLock()
+		var err error
+		if h.live.Load() {
+			err = h.f.Load().Sync(ctx)
+		}
+		h.mu.RUnlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // truncate sets a file's size. Live write sessions of this mount truncate
 // through their file, so their own idea of the length follows.
 func (f *fileSystem) truncate(ctx context.Context, ino uint64, size uint64) (metaapi.Inode, error) {

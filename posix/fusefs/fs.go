@@ -242,6 +242,14 @@ func (f *fileSystem) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fu
 	if t, ok := in.GetMTime(); ok {
 		req.Mask |= metaapi.SetMtime
 		req.Mtime = t.UnixNano()
+		if in.Valid&fuse.FATTR_MTIME_NOW == 0 {
+			// An explicit mtime (tar, cp -p, touch -d) must outlive the
+			// write sessions open here: report what they wrote now, so
+			// their close has nothing left to stamp its own time over it.
+			if err := f.reportWriters(ctx, in.NodeId); err != nil {
+				return f.status(ctx, "setattr", err)
+			}
+		}
 	}
 	var ino metaapi.Inode
 	var err error
