@@ -72,6 +72,25 @@ func (o *adminOptions) setup(cmd *cobra.Command) error {
 	return err
 }
 
+// dial sets up as setup does and connects a client of the cluster (bound to
+// metads when given), under a context that ends after bound (0: never);
+// done closes both.
+func (o *adminOptions) dial(cmd *cobra.Command, metads []string, bound time.Duration) (context.Context, *client.FS, func(), error) {
+	if err := o.setup(cmd); err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := cmd.Context(), context.CancelFunc(func() {})
+	if bound > 0 {
+		ctx, cancel = context.WithTimeout(ctx, bound)
+	}
+	fs, err := client.Dial(ctx, client.Config{Mgmtd: o.addrs, Token: o.token, Metad: metads, MetaRetry: o.timeout})
+	if err != nil {
+		cancel()
+		return nil, nil, nil, fmt.Errorf("reach the cluster at %v (check --mgmtd and the token): %w", o.addrs, err)
+	}
+	return ctx, fs, func() { fs.Close(); cancel() }, nil
+}
+
 // adminRouting fetches the newest routing from any mgmtd.
 func adminRouting(ctx context.Context, m *client.Mgmtd) (*routing.Info, bool, error) {
 	resp, err := m.GetRouting(ctx, 0)

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 
-	"github.com/flyfs/flyfs/core/client"
 	"github.com/spf13/cobra"
 )
 
@@ -16,15 +15,11 @@ func adminFsckCmd(o *adminOptions) *cobra.Command {
 		Short: "Check the namespace: every entry names a live inode, nlink counts match, no orphans",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.setup(cmd); err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			fs, err := client.Dial(ctx, client.Config{Mgmtd: o.addrs, Token: o.token, Metad: metads, MetaRetry: o.timeout})
+			ctx, fs, done, err := o.dial(cmd, metads, 0) // a big namespace takes its time
 			if err != nil {
 				return err
 			}
-			defer fs.Close()
+			defer done()
 			r, err := fs.Meta().Fsck(ctx)
 			if err != nil {
 				return err

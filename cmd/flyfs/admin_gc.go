@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
-	"github.com/flyfs/flyfs/core/client"
 	"github.com/spf13/cobra"
 )
 
@@ -22,16 +20,11 @@ Prints the files and bytes freed and what stays queued (files in their grace, fi
 still open, entries another metad is collecting).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.setup(cmd); err != nil {
+			ctx, fs, done, err := o.dial(cmd, nil, o.timeout)
+			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
-			defer cancel()
-			fs, err := client.Dial(ctx, client.Config{Mgmtd: o.addrs, Token: o.token, MetaRetry: o.timeout})
-			if err != nil {
-				return fmt.Errorf("reach the cluster at %v: %w", o.addrs, err)
-			}
-			defer fs.Close()
+			defer done()
 			r, err := fs.Meta().Collect(ctx, noGrace)
 			if err != nil {
 				return err

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -25,16 +24,11 @@ sign in to the console with. They are kept by the metadata service; this command
 reaches it through the cluster managers (--mgmtd) with the cluster token.`,
 	}
 	with := func(cmd *cobra.Command, f func(fs *client.FS) error) error {
-		if err := o.setup(cmd); err != nil {
+		ctx, fs, done, err := o.dial(cmd, nil, o.timeout)
+		if err != nil {
 			return err
 		}
-		ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
-		defer cancel()
-		fs, err := client.Dial(ctx, client.Config{Mgmtd: o.addrs, Token: o.token, MetaRetry: o.timeout})
-		if err != nil {
-			return fmt.Errorf("reach the cluster at %v (check --mgmtd and --token): %w", o.addrs, err)
-		}
-		defer fs.Close()
+		defer done()
 		cmd.SetContext(ctx)
 		return f(fs)
 	}
