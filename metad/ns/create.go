@@ -3,6 +3,7 @@ package ns
 import (
 	"context"
 	"fmt"
+	"syscall"
 )
 
 // MaxLinks bounds a file's hard links.
@@ -83,7 +84,8 @@ func (n *Namespace) Create(ctx context.Context, req CreateRequest) (CreateResult
 			if o.n.opts.NewFileLayout != nil {
 				layout = o.n.opts.NewFileLayout(layout, id)
 			}
-			in = &Inode{ID: id, Type: TypeFile, Mode: req.Mode & 07777, UID: req.UID, GID: req.GID,
+			mode, gid := inheritGroup(p, req.Mode, req.GID, false)
+			in = &Inode{ID: id, Type: TypeFile, Mode: mode, UID: req.UID, GID: gid,
 				Atime: o.now, Mtime: o.now, Ctime: o.now, Nlink: 1,
 				Layout: layout, StripeHint: initialStripeHint(layout)}
 			o.createInode(in)
@@ -104,6 +106,21 @@ func (n *Namespace) Create(ctx context.Context, req CreateRequest) (CreateResult
 		return CreateResult{}, fmt.Errorf("create %q: %w", req.Name, err)
 	}
 	return res, nil
+}
+
+// inheritGroup is the mode and group of a new entry of parent made by a
+// caller of group gid: in a set-group-id directory it takes the directory's
+// group, and a new directory is set-group-id too (the kernel already took the
+// bit off a new file's mode where its creator may not have it).
+func inheritGroup(parent *Inode, mode, gid uint32, dir bool) (uint32, uint32) {
+	mode &= 07777
+	if parent.Mode&syscall.S_ISGID == 0 {
+		return mode, gid
+	}
+	if dir {
+		mode |= syscall.S_ISGID
+	}
+	return mode, parent.GID
 }
 
 func inheritLayout(parent *Inode, given *Layout) Layout {
@@ -194,7 +211,8 @@ func (n *Namespace) Mkdir(ctx context.Context, req MkdirRequest) (Inode, error) 
 // among p's subdirectories.
 func (o *op) mkdir(p *Inode, id uint64, name string, mode, uid, gid uint32, layout *Layout, req RequestID) (*Inode, error) {
 	l := inheritLayout(p, layout)
-	in := &Inode{ID: id, Type: TypeDir, Mode: mode & 07777, UID: uid, GID: gid, CountsSubdirs: true,
+	mode, gid = inheritGroup(p, mode, gid, true)
+	in := &Inode{ID: id, Type: TypeDir, Mode: mode, UID: uid, GID: gid, CountsSubdirs: true,
 		Atime: o.now, Mtime: o.now, Ctime: o.now, Nlink: 1, Parent: p.ID, Name: name, DefaultLayout: &l}
 	o.createInode(in)
 	o.putDentry(p.ID, name, &Dentry{Ino: id, Type: TypeDir, ReqID: req})
@@ -345,13 +363,15 @@ func (n *Namespace) Symlink(ctx context.Context, req SymlinkRequest) (Inode, err
 			}
 			return o.own(d, TypeSymlink, &res)
 		}
-		if _, err := o.liveDir(req.Parent); err != nil {
+		p, err := o.liveDir(req.Parent)
+		if err != nil {
 			return err
 		}
 		if err := o.newID(&id); err != nil {
 			return err
 		}
-		res = &Inode{ID: id, Type: TypeSymlink, Mode: 0o777, UID: req.UID, GID: req.GID,
+		_, gid := inheritGroup(p, 0, req.GID, false)
+		res = &Inode{ID: id, Type: TypeSymlink, Mode: 0o777, UID: req.UID, GID: gid,
 			Atime: o.now, Mtime: o.now, Ctime: o.now, Nlink: 1, Target: req.Target}
 		o.createInode(res)
 		o.putDentry(req.Parent, req.Name, &Dentry{Ino: id, Type: TypeSymlink, ReqID: req.ReqID})
@@ -397,13 +417,15 @@ func (n *Namespace) Mknod(ctx context.Context, req MknodRequest) (Inode, error) 
 			}
 			return o.own(d, req.Type, &res)
 		}
-		if _, err := o.liveDir(req.Parent); err != nil {
+		p, err := o.liveDir(req.Parent)
+		if err != nil {
 			return err
 		}
 		if err := o.newID(&id); err != nil {
 			return err
 		}
-		res = &Inode{ID: id, Type: req.Type, Mode: req.Mode & 07777, UID: req.UID, GID: req.GID,
+		mode, gid := inheritGroup(p, req.Mode, req.GID, false)
+		res = &Inode{ID: id, Type: req.Type, Mode: mode, UID: req.UID, GID: gid,
 			Atime: o.now, Mtime: o.now, Ctime: o.now, Nlink: 1, Rdev: req.Rdev}
 		o.createInode(res)
 		o.putDentry(req.Parent, req.Name, &Dentry{Ino: id, Type: req.Type, ReqID: req.ReqID})

@@ -771,6 +771,42 @@ func script() []step {
 			return check(err == nil && n > 5, "dropped %d: %v", n, err)
 		}},
 
+		// set-group-id directories
+		{"a set-group-id directory gives what is made in it its group", 0, func(e *tenv) error {
+			sg, err := e.ns.Mkdir(ctx, MkdirRequest{Parent: RootID, Name: "sg", Mode: 0o2775, UID: 1, GID: 50})
+			if err != nil {
+				return err
+			}
+			f, err := e.ns.Create(ctx, CreateRequest{Parent: sg.ID, Name: "f", Mode: 0o644, UID: 2, GID: 60})
+			if err != nil {
+				return err
+			}
+			d, err := e.ns.Mkdir(ctx, MkdirRequest{Parent: sg.ID, Name: "d", Mode: 0o755, UID: 2, GID: 60})
+			if err != nil {
+				return err
+			}
+			deep, err := e.ns.MkdirAll(ctx, MkdirAllRequest{Path: "/sg/d/x/y", Mode: 0o700, UID: 3, GID: 70})
+			if err != nil {
+				return err
+			}
+			l, err := e.ns.Symlink(ctx, SymlinkRequest{Parent: sg.ID, Name: "l", Target: "f", UID: 2, GID: 60})
+			if err != nil {
+				return err
+			}
+			n, err := e.ns.Mknod(ctx, MknodRequest{Parent: sg.ID, Name: "n", Type: TypeFifo, Mode: 0o640, UID: 2, GID: 60})
+			if err != nil {
+				return err
+			}
+			plain, err := e.ns.Create(ctx, CreateRequest{Parent: RootID, Name: "plain-gid", Mode: 0o644, UID: 2, GID: 60})
+			if err != nil {
+				return err
+			}
+			return check(f.Inode.GID == 50 && f.Inode.Mode == 0o644 && f.Inode.UID == 2 &&
+				d.GID == 50 && d.Mode == 0o2755 && deep.GID == 50 && deep.Mode == 0o2700 && deep.UID == 3 &&
+				l.GID == 50 && n.GID == 50 && n.Mode == 0o640 && plain.Inode.GID == 60,
+				"file %+v\ndir %+v\nmkdir -p %+v\nsymlink %+v\nfifo %+v\nplain %+v", f.Inode, d, deep, l, n, plain.Inode)
+		}},
+
 		// special files
 		{"mknod a fifo, a socket and two devices", 0, func(e *tenv) error {
 			if _, err := e.mkdir("/sp"); err != nil {
