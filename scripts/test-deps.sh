@@ -2,7 +2,8 @@
 # Installs the Debian packages the test suite drives for real: fuse3 (the
 # fusermount path of the FUSE mount), awscli and rclone (real S3 clients
 # against the gateway), chromium (the console's browser tests), docker-compose
-# (to check docker-compose.yml; there is no Docker engine). Only what is
+# (to check docker-compose.yml; there is no Docker engine), rsync (the mount's
+# rsync round trip). Only what is
 # missing is installed; without root or apt the tests that need a package
 # skip and say so.
 set -uo pipefail
@@ -12,6 +13,7 @@ command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
 command -v rclone >/dev/null 2>&1 || need+=(rclone)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
+command -v rsync >/dev/null 2>&1 || need+=(rsync)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
 	echo "test-deps: cannot install ${need[*]} (needs root and apt-get); their tests will skip" >&2
