@@ -113,9 +113,25 @@ func parseRange(v string, size int64) (start, length int64, err error) {
 	}
 }
 
+// responseOverrides are the query parameters of a GET or HEAD that set a
+// header of its response, and the header each sets.
+var responseOverrides = []struct{ q, h string }{{"response-content-type", "Content-Type"}, {"response-content-language", "Content-Language"},
+	{"response-expires", "Expires"}, {"response-cache-control", "Cache-Control"}, {"response-content-disposition", "Content-Disposition"},
+	{"response-content-encoding", "Content-Encoding"}}
+
 // getObject serves GET and HEAD.
 func (g *Gateway) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
 	ctx := r.Context()
+	q := r.URL.Query()
+	if rc.key == nil {
+		// Anonymous (a public-read bucket): whoever links to an object must
+		// not choose how it is served (a page as text/html), as in S3.
+		for _, p := range responseOverrides {
+			if q.Has(p.q) {
+				return errCode("InvalidRequest", "Request specific response headers cannot be used for anonymous GET requests.")
+			}
+		}
+	}
 	in, om, err := g.statObject(ctx, rc)
 	if err != nil {
 		return err
@@ -131,10 +147,7 @@ func (g *Gateway) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	}
 	h := w.Header()
 	objectHeaders(h, in, om, etag)
-	q := r.URL.Query()
-	for _, p := range []struct{ q, h string }{{"response-content-type", "Content-Type"}, {"response-content-language", "Content-Language"},
-		{"response-expires", "Expires"}, {"response-cache-control", "Cache-Control"}, {"response-content-disposition", "Content-Disposition"},
-		{"response-content-encoding", "Content-Encoding"}} {
+	for _, p := range responseOverrides {
 		if v := q.Get(p.q); v != "" {
 			h.Set(p.h, v)
 		}
