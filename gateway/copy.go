@@ -14,8 +14,9 @@ import (
 // copySource parses x-amz-copy-source ("[/]bucket/key[?versionId=...]").
 func copySource(v string) (bucket, key string, err error) {
 	if i := strings.Index(v, "?versionId="); i >= 0 {
-		if v[i+len("?versionId="):] != "null" {
-			return "", "", errCode("NotImplemented", "Versioning is not supported.")
+		// "null" is the object's one version; another id names none.
+		if err := versionIDError(v[i+len("?versionId="):]); err != nil {
+			return "", "", err
 		}
 		v = v[:i]
 	}

@@ -84,6 +84,11 @@ func (g *Gateway) deleteMarker(ctx context.Context, o objectPath, parent metaapi
 		_, err = g.meta.SetAttr(ctx, cur.ID, metaapi.SetAttrReq{Mask: metaapi.SetImplicit, Implicit: true})
 		if err == nil {
 			_ = g.meta.RemoveXattr(ctx, cur.ID, xattrObject)
+			// Its last keys may have gone since the Rmdir (a DeleteObjects
+			// deletes them alongside), while it was still explicit, so none
+			// pruned it: left empty, it goes now, as their deletes would
+			// have taken it.
+			g.prune(ctx, o, len(o.segs))
 		}
 		return err
 	}
@@ -93,8 +98,12 @@ func (g *Gateway) deleteMarker(ctx context.Context, o objectPath, parent metaapi
 // pruneUp removes the now-empty implicit ancestors of o (below the bucket).
 // Rmdir only removes an empty directory, so a concurrent PUT into one of
 // them simply stops the pruning.
-func (g *Gateway) pruneUp(ctx context.Context, o objectPath) {
-	for i := len(o.segs) - 1; i >= 1; i-- {
+func (g *Gateway) pruneUp(ctx context.Context, o objectPath) { g.prune(ctx, o, len(o.segs)-1) }
+
+// prune removes the empty implicit directories of o's first n segments,
+// the deepest first, up to the first that is not one.
+func (g *Gateway) prune(ctx context.Context, o objectPath, n int) {
+	for i := n; i >= 1; i-- {
 		dirPath := "/" + o.bucket + "/" + strings.Join(o.segs[:i], "/")
 		in, err := g.meta.Resolve(ctx, dirPath, false)
 		if err != nil || in.Type != metaapi.TypeDir || !in.Implicit {
@@ -141,6 +150,12 @@ func (g *Gateway) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqC
 		sem <- struct{}{}
 		go func(i int, obj deleteObjectID) {
 			defer func() { <-sem; done <- struct{}{} }()
+			if obj.VersionID != "" {
+				// "null" is the object's one version; another id names none.
+				if errs[i] = versionIDError(obj.VersionID); errs[i] != nil {
+					return
+				}
+			}
 			errs[i] = g.deleteOne(ctx, rc.bucket, obj.Key, obj.ETag)
 		}(i, obj)
 	}
@@ -151,9 +166,9 @@ func (g *Gateway) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqC
 	for i, obj := range req.Objects {
 		if errs[i] != nil {
 			ae := toAPIError(errs[i])
-			res.Errors = append(res.Errors, deleteError{Key: obj.Key, Code: ae.Code, Message: ae.Message})
+			res.Errors = append(res.Errors, deleteError{Key: obj.Key, VersionID: obj.VersionID, Code: ae.Code, Message: ae.Message})
 		} else if !req.Quiet {
-			res.Deleted = append(res.Deleted, deletedObject{Key: obj.Key})
+			res.Deleted = append(res.Deleted, deletedObject{Key: obj.Key, VersionID: obj.VersionID})
 		}
 	}
 	return writeXML(w, res)

@@ -60,6 +60,7 @@ var s3Errors = map[string]struct {
 	"MetadataTooLarge":                  {http.StatusBadRequest, "Your metadata headers exceed the maximum allowed metadata size."},
 	"MethodNotAllowed":                  {http.StatusMethodNotAllowed, "The specified method is not allowed against this resource."},
 	"MissingContentLength":              {http.StatusLengthRequired, "You must provide the Content-Length HTTP header."},
+	"MissingRequestBodyError":           {http.StatusBadRequest, "Request Body is empty"},
 	"MissingSecurityHeader":             {http.StatusBadRequest, "Your request is missing a required header."},
 	"NoSuchBucket":                      {http.StatusNotFound, "The specified bucket does not exist."},
 	"NoSuchKey":                         {http.StatusNotFound, "The specified key does not exist."},

@@ -161,8 +161,8 @@ func (g *Gateway) opTables() (bucket, object opTable) {
 		"session":                 {"GET": one(ni("CreateSession"))},
 		"tagging":                 g.configOps("GetBucketTagging", "PutBucketTagging", "DeleteBucketTagging", "NoSuchTagSet"),
 		"uploads":                 {"GET": one(route{"ListMultipartUploads", rd, false, g.listMultipartUploads})},
-		"versioning":              {"GET": one(route{"GetBucketVersioning", rd, false, g.getBucketVersioning}), "PUT": one(ni("PutBucketVersioning"))},
-		"versions":                {"GET": one(ni("ListObjectVersions"))},
+		"versioning":              {"GET": one(route{"GetBucketVersioning", rd, false, g.getBucketVersioning}), "PUT": one(route{"PutBucketVersioning", rw, false, g.putBucketVersioning})},
+		"versions":                {"GET": one(route{"ListObjectVersions", rd, true, g.listObjectVersions})},
 		"website":                 g.configOps("GetBucketWebsite", "PutBucketWebsite", "DeleteBucketWebsite", "NoSuchWebsiteConfiguration"),
 	}
 	object = opTable{

@@ -93,6 +93,36 @@ type listBucketResultV1 struct {
 	CommonPrefixes []commonPrefix `xml:"CommonPrefixes"`
 }
 
+// listVersionsResult is ListObjectVersions' answer.
+type listVersionsResult struct {
+	XMLName             xml.Name        `xml:"ListVersionsResult"`
+	NS                  string          `xml:"xmlns,attr"`
+	Name                string          `xml:"Name"`
+	Prefix              string          `xml:"Prefix"`
+	KeyMarker           string          `xml:"KeyMarker"`
+	VersionIDMarker     string          `xml:"VersionIdMarker"`
+	NextKeyMarker       string          `xml:"NextKeyMarker,omitempty"`
+	NextVersionIDMarker string          `xml:"NextVersionIdMarker,omitempty"`
+	MaxKeys             int             `xml:"MaxKeys"`
+	Delimiter           string          `xml:"Delimiter,omitempty"`
+	EncodingType        string          `xml:"EncodingType,omitempty"`
+	IsTruncated         bool            `xml:"IsTruncated"`
+	Versions            []objectVersion `xml:"Version"`
+	CommonPrefixes      []commonPrefix  `xml:"CommonPrefixes"`
+}
+
+type objectVersion struct {
+	Key               string `xml:"Key"`
+	VersionID         string `xml:"VersionId"`
+	IsLatest          bool   `xml:"IsLatest"`
+	LastModified      string `xml:"LastModified"`
+	ETag              string `xml:"ETag"`
+	Size              int64  `xml:"Size"`
+	StorageClass      string `xml:"StorageClass"`
+	Owner             *owner `xml:"Owner,omitempty"`
+	ChecksumAlgorithm string `xml:"ChecksumAlgorithm,omitempty"`
+}
+
 // deleteRequest is the body of DeleteObjects.
 type deleteRequest struct {
 	XMLName xml.Name         `xml:"Delete"`
@@ -114,13 +144,15 @@ type deleteResult struct {
 }
 
 type deletedObject struct {
-	Key string `xml:"Key"`
+	Key       string `xml:"Key"`
+	VersionID string `xml:"VersionId,omitempty"` // as the request named it
 }
 
 type deleteError struct {
-	Key     string `xml:"Key"`
-	Code    string `xml:"Code"`
-	Message string `xml:"Message"`
+	Key       string `xml:"Key"`
+	VersionID string `xml:"VersionId,omitempty"`
+	Code      string `xml:"Code"`
+	Message   string `xml:"Message"`
 }
 
 type copyObjectResult struct {
