@@ -169,6 +169,11 @@ func (g *Gateway) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCt
 				return err
 			}
 		}
+		// Every bucket is in the gateway's region: one asked for elsewhere
+		// would not be where its creator put it.
+		if lc := cfg.LocationConstraint; lc != "" && lc != g.cfg.Region {
+			return errCode("IllegalLocationConstraintException", "The %s location constraint is incompatible for the region specific endpoint this request was sent to: this gateway serves %s (flyfs gateway --region); the bucket was not created.", lc, g.cfg.Region)
+		}
 	}
 	acl := r.Header.Get("X-Amz-Acl")
 	if acl != "" && acl != "private" && acl != "public-read" {

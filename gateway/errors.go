@@ -33,6 +33,7 @@ var s3Errors = map[string]struct {
 	"AuthorizationHeaderMalformed":      {http.StatusBadRequest, "The authorization header is malformed."},
 	"AuthorizationQueryParametersError": {http.StatusBadRequest, "Error parsing the X-Amz-Credential parameter."},
 	"BadDigest":                         {http.StatusBadRequest, "The Content-MD5 or checksum you specified did not match what we received."},
+	"BadRequest":                        {http.StatusBadRequest, "Bad Request"},
 	"BucketAlreadyExists":               {http.StatusConflict, "The requested bucket name is not available."},
 	"BucketAlreadyOwnedByYou":           {http.StatusConflict, "Your previous request to create the named bucket succeeded and you already own it."},
 	"BucketNotEmpty":                    {http.StatusConflict, "The bucket you tried to delete is not empty."},
@@ -77,6 +78,9 @@ var s3Errors = map[string]struct {
 	"XAmzContentSHA256Mismatch":         {http.StatusBadRequest, "The provided 'x-amz-content-sha256' header does not match what was computed."},
 	"InvalidChunkSizeError":             {http.StatusBadRequest, "Only the last chunk is allowed to have a size less than 8192 bytes"},
 	"NotModified":                       {http.StatusNotModified, "Not Modified"},
+
+	// A CreateBucket for a region the gateway does not serve.
+	"IllegalLocationConstraintException": {http.StatusBadRequest, "The location constraint is incompatible for the region specific endpoint this request was sent to."},
 
 	// What AWS answers for a bucket configuration the bucket does not have.
 	"NoSuchBucketPolicy":                             {http.StatusNotFound, noConfig},

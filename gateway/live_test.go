@@ -36,12 +36,19 @@ type liveGW struct {
 	fs  *client.FS
 }
 
-func startGW(t testing.TB) *liveGW {
+func startGW(t testing.TB) *liveGW { return startGWWith(t, nil) }
+
+// startGWWith is startGW with the gateway's configuration changed by mod.
+func startGWWith(t testing.TB, mod func(*Config)) *liveGW {
 	t.Helper()
 	t.Setenv("AWS_CA_BUNDLE", "")
 	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 4}, ChunkSize: 1 << 20})
-	gw, err := New(Config{FS: c.FS(), RootAccessKey: rootAK, RootSecretKey: rootSK, Domains: []string{"localhost"},
-		Logger: testLogger()})
+	cfg := Config{FS: c.FS(), RootAccessKey: rootAK, RootSecretKey: rootSK, Domains: []string{"localhost"},
+		Logger: testLogger()}
+	if mod != nil {
+		mod(&cfg)
+	}
+	gw, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -159,11 +159,15 @@ func (g *Gateway) opTables() (bucket, object opTable) {
 		"replication":             g.configOps("GetBucketReplication", "PutBucketReplication", "DeleteBucketReplication", "ReplicationConfigurationNotFoundError"),
 		"requestPayment":          {"GET": one(route{"GetBucketRequestPayment", rd, false, g.getBucketRequestPayment}), "PUT": one(ni("PutBucketRequestPayment"))},
 		"session":                 {"GET": one(ni("CreateSession"))},
-		"tagging":                 g.configOps("GetBucketTagging", "PutBucketTagging", "DeleteBucketTagging", "NoSuchTagSet"),
-		"uploads":                 {"GET": one(route{"ListMultipartUploads", rd, false, g.listMultipartUploads})},
-		"versioning":              {"GET": one(route{"GetBucketVersioning", rd, false, g.getBucketVersioning}), "PUT": one(route{"PutBucketVersioning", rw, false, g.putBucketVersioning})},
-		"versions":                {"GET": one(route{"ListObjectVersions", rd, true, g.listObjectVersions})},
-		"website":                 g.configOps("GetBucketWebsite", "PutBucketWebsite", "DeleteBucketWebsite", "NoSuchWebsiteConfiguration"),
+		"tagging": {
+			"GET":    one(route{"GetBucketTagging", rd, false, g.getBucketTagging}),
+			"PUT":    one(route{"PutBucketTagging", rw, false, g.putBucketTagging}),
+			"DELETE": one(route{"DeleteBucketTagging", rw, false, g.deleteBucketTagging}),
+		},
+		"uploads":    {"GET": one(route{"ListMultipartUploads", rd, false, g.listMultipartUploads})},
+		"versioning": {"GET": one(route{"GetBucketVersioning", rd, false, g.getBucketVersioning}), "PUT": one(route{"PutBucketVersioning", rw, false, g.putBucketVersioning})},
+		"versions":   {"GET": one(route{"ListObjectVersions", rd, true, g.listObjectVersions})},
+		"website":    g.configOps("GetBucketWebsite", "PutBucketWebsite", "DeleteBucketWebsite", "NoSuchWebsiteConfiguration"),
 	}
 	object = opTable{
 		"": {

@@ -120,8 +120,8 @@ var walkOps = map[string]walkWant{
 	"b PUT requestPayment":                           unimpl("PutBucketRequestPayment"),
 	"b GET session":                                  unimpl("CreateSession"),
 	"b GET tagging":                                  absent("GetBucketTagging", "NoSuchTagSet"),
-	"b PUT tagging":                                  unimpl("PutBucketTagging"),
-	"b DELETE tagging":                               unimpl("DeleteBucketTagging"),
+	"b PUT tagging":                                  {"PutBucketTagging", 400, "MalformedXML"},
+	"b DELETE tagging":                               done("DeleteBucketTagging", 204),
 	"b GET uploads":                                  done("ListMultipartUploads", 200),
 	"b GET versioning":                               done("GetBucketVersioning", 200),
 	"b PUT versioning":                               {"PutBucketVersioning", 400, "MalformedXML"},
@@ -416,10 +416,6 @@ func TestLiveSubresourcesSDK(t *testing.T) {
 		"DeleteBucketPolicy": func() error { _, err := c.DeleteBucketPolicy(ctx, &s3.DeleteBucketPolicyInput{Bucket: cb}); return err },
 		"DeleteBucketLifecycle": func() error {
 			_, err := c.DeleteBucketLifecycle(ctx, &s3.DeleteBucketLifecycleInput{Bucket: cb})
-			return err
-		},
-		"DeleteBucketTagging": func() error {
-			_, err := c.DeleteBucketTagging(ctx, &s3.DeleteBucketTaggingInput{Bucket: cb})
 			return err
 		},
 		"DeleteBucketEncryption": func() error {
