@@ -50,6 +50,7 @@ var metadMethods = []rpctest.Method{
 	rpctest.M[metaapi.LayoutReq](metaapi.MethodSetLayout),
 	rpctest.M[metaapi.InodeReq](metaapi.MethodGetLayout),
 	rpctest.M[metaapi.Empty](metaapi.MethodFsck),
+	rpctest.M[metaapi.MknodReq](metaapi.MethodMknod),
 	rpctest.M[metaapi.KeyReq](metaapi.MethodKeyGet),
 	rpctest.M[metaapi.Empty](metaapi.MethodKeyList),
 	rpctest.M[access.Key](metaapi.MethodKeyCreate),
@@ -171,6 +172,7 @@ func FuzzMetadHandlers(f *testing.F) {
 	add(metaapi.MethodSetLayout, &metaapi.LayoutReq{Ino: m.dir, Layout: layout.Layout{TableID: routing.DefaultTable, TableVersion: 1, ChunkSize: 1 << 16, Stripe: 2}})
 	add(metaapi.MethodGetLayout, &metaapi.InodeReq{Ino: m.file})
 	add(metaapi.MethodFsck, &metaapi.Empty{})
+	add(metaapi.MethodMknod, &metaapi.MknodReq{ReqID: rid(19), Parent: m.dir, Name: "dev", Type: metaapi.TypeCharDev, Mode: 0o600, Rdev: 1<<8 | 3})
 	add(metaapi.MethodKeyGet, &metaapi.KeyReq{ID: m.key})
 	add(metaapi.MethodKeyList, &metaapi.Empty{})
 	add(metaapi.MethodKeyCreate, &access.Key{Description: "fuzz", Buckets: map[string]access.Permission{"data": access.Read}})
