@@ -20,6 +20,8 @@ type APIError struct {
 	Message string
 	// Resource and extra fields echoed in the XML body when set.
 	Key, Bucket string
+	// Method and ResourceType: what a refused CORS preflight asked about.
+	Method, ResourceType string
 }
 
 func (e *APIError) Error() string { return e.Code + ": " + e.Message }
@@ -30,6 +32,7 @@ var s3Errors = map[string]struct {
 	msg    string
 }{
 	"AccessDenied":                      {http.StatusForbidden, "Access Denied"},
+	"AccessForbidden":                   {http.StatusForbidden, "CORSResponse: This CORS request is not allowed."},
 	"AuthorizationHeaderMalformed":      {http.StatusBadRequest, "The authorization header is malformed."},
 	"AuthorizationQueryParametersError": {http.StatusBadRequest, "Error parsing the X-Amz-Credential parameter."},
 	"BadDigest":                         {http.StatusBadRequest, "The Content-MD5 or checksum you specified did not match what we received."},
@@ -236,14 +239,16 @@ func nsError(err error, scope errnoScope, key string) error {
 
 // errorBody is the XML shape of every S3 error response.
 type errorBody struct {
-	XMLName   xml.Name `xml:"Error"`
-	Code      string   `xml:"Code"`
-	Message   string   `xml:"Message"`
-	Key       string   `xml:"Key,omitempty"`
-	Bucket    string   `xml:"BucketName,omitempty"`
-	Resource  string   `xml:"Resource,omitempty"`
-	RequestID string   `xml:"RequestId"`
-	HostID    string   `xml:"HostId"`
+	XMLName      xml.Name `xml:"Error"`
+	Code         string   `xml:"Code"`
+	Message      string   `xml:"Message"`
+	Method       string   `xml:"Method,omitempty"`
+	ResourceType string   `xml:"ResourceType,omitempty"`
+	Key          string   `xml:"Key,omitempty"`
+	Bucket       string   `xml:"BucketName,omitempty"`
+	Resource     string   `xml:"Resource,omitempty"`
+	RequestID    string   `xml:"RequestId"`
+	HostID       string   `xml:"HostId"`
 }
 
 // errnoOf extracts the POSIX errno of a namespace error, whether it arrives

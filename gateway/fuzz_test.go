@@ -3,16 +3,19 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 )
@@ -362,6 +365,83 @@ func FuzzTagsFromHeader(f *testing.F) {
 		for i := range a {
 			if a[i].Key != b[i].Key || a[i].Value != b[i].Value {
 				t.Fatalf("%q -> %v, re-encoded -> %v", v, a, b)
+			}
+		}
+	})
+}
+
+// FuzzCORSConfig: a PutBucketCors document. Whatever the bytes, rules of
+// the schema or a client error (MalformedXML, InvalidRequest). Accepted
+// rules keep S3's rules (1 to 100 rules, each with an origin and a method
+// it may allow, at most one '*' in an origin or allowed header, none in an
+// exposed one); written back as GetBucketCors writes them, and as
+// user.s3.cors keeps them, they read as themselves; and each rule allows
+// an origin its first AllowedOrigin matches, with its first method.
+func FuzzCORSConfig(f *testing.F) {
+	for _, s := range []string{
+		`<CORSConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><CORSRule><ID>site</ID><AllowedOrigin>https://*.example.com</AllowedOrigin>` +
+			`<AllowedMethod>GET</AllowedMethod><AllowedMethod>PUT</AllowedMethod><AllowedHeader>x-amz-*</AllowedHeader><ExposeHeader>ETag</ExposeHeader>` +
+			`<MaxAgeSeconds>3000</MaxAgeSeconds></CORSRule><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>HEAD</AllowedMethod></CORSRule></CORSConfiguration>`,
+		`<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>PATCH</AllowedMethod></CORSRule></CORSConfiguration>`,
+		`<CORSConfiguration><CORSRule><AllowedOrigin>**</AllowedOrigin><AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>`,
+		`<s3:CORSConfiguration xmlns:s3="http://s3.amazonaws.com/doc/2006-03-01/"><s3:CORSRule><s3:AllowedOrigin><![CDATA[a&b]]></s3:AllowedOrigin><s3:AllowedMethod>GET</s3:AllowedMethod><!-- c --></s3:CORSRule></s3:CORSConfiguration>`,
+		"\ufeff<CORSConfiguration><CORSRule><ID/><AllowedOrigin> \r\n&#x9;</AllowedOrigin><AllowedMethod>DELETE</AllowedMethod><MaxAgeSeconds>007</MaxAgeSeconds></CORSRule></CORSConfiguration>",
+		`<!DOCTYPE x [<!ENTITY a "aaaa">]><CORSConfiguration><CORSRule><AllowedOrigin>&a;</AllowedOrigin></CORSRule></CORSConfiguration>`,
+		`<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod><MaxAgeSeconds>2147483648</MaxAgeSeconds></CORSRule></CORSConfiguration>`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rules, err := parseCORS(body)
+		if err != nil {
+			if c := toAPIError(err).Code; c != "MalformedXML" && c != "InvalidRequest" {
+				t.Fatalf("%q: %v", body, err)
+			}
+			return
+		}
+		if len(rules) == 0 || len(rules) > maxCORSRules {
+			t.Fatalf("%q: accepted %d rules", body, len(rules))
+		}
+		for _, r := range rules {
+			if len(r.AllowedOrigins) == 0 || len(r.AllowedMethods) == 0 || (r.ID != nil && utf8.RuneCountInString(*r.ID) > 255) || (r.MaxAgeSeconds != nil && *r.MaxAgeSeconds < 0) {
+				t.Fatalf("%q: accepted %+v", body, r)
+			}
+			for _, m := range r.AllowedMethods {
+				if !corsMethods[m] {
+					t.Fatalf("%q: accepted the method %q", body, m)
+				}
+			}
+			for _, v := range append(append([]string{}, r.AllowedOrigins...), r.AllowedHeaders...) {
+				if strings.Count(v, "*") > 1 {
+					t.Fatalf("%q: accepted %q", body, v)
+				}
+			}
+			for _, v := range r.ExposeHeaders {
+				if strings.Contains(v, "*") {
+					t.Fatalf("%q: accepted the ExposeHeader %q", body, v)
+				}
+			}
+		}
+		out, err := xml.Marshal(corsConfiguration{NS: s3NS, Rules: rules})
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := parseCORS(out)
+		if err != nil || !reflect.DeepEqual(back, rules) {
+			t.Fatalf("%q -> %+v; as GetBucketCors writes it, %s -> %+v %v", body, rules, out, back, err)
+		}
+		rec, err := corsRecord(rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored []corsRule
+		if err := json.Unmarshal(rec, &stored); err != nil || !reflect.DeepEqual(stored, rules) {
+			t.Fatalf("%q -> %+v; stored as %s -> %+v %v", body, rules, rec, stored, err)
+		}
+		for _, r := range rules {
+			origin := strings.Replace(r.AllowedOrigins[0], "*", "x", 1)
+			if m, _ := matchCORS(rules, origin, r.AllowedMethods[0], nil); m == nil {
+				t.Fatalf("%q: no rule allows %q %s", body, origin, r.AllowedMethods[0])
 			}
 		}
 	})

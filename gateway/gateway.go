@@ -244,6 +244,15 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.metrics.handler().ServeHTTP(sw, r)
 		return
 	}
+	if r.Method == http.MethodOptions {
+		// A CORS preflight: a browser's, never signed.
+		rc.op = "PreflightRequest"
+		if err := g.preflight(sw, r, rc); err != nil {
+			g.writeError(sw, r, err)
+		}
+		return
+	}
+	g.corsResponse(sw, r)
 	if err := g.authenticate(r, rc); err != nil {
 		g.writeError(sw, r, err)
 		return
@@ -358,7 +367,8 @@ func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		w.WriteHeader(ae.Status)
 		return
 	}
-	body := errorBody{Code: ae.Code, Message: ae.Message, Key: ae.Key, Bucket: ae.Bucket, Resource: r.URL.Path, RequestID: rc.id, HostID: rc.id}
+	body := errorBody{Code: ae.Code, Message: ae.Message, Method: ae.Method, ResourceType: ae.ResourceType, Key: ae.Key, Bucket: ae.Bucket,
+		Resource: r.URL.Path, RequestID: rc.id, HostID: rc.id}
 	if body.Key == "" && rc.object != "" && ae.Status == http.StatusNotFound {
 		body.Key = rc.object
 	}
