@@ -89,6 +89,7 @@ type diskJSON struct {
 	Chunks    uint64 `json:"chunks"`
 	ReadOnly  bool   `json:"readOnly"`
 	Reason    string `json:"readOnlyReason,omitempty"`
+	Full      bool   `json:"full"` // out of space: reads go on, writes fail until space returns
 }
 
 type nodeTargetJSON struct {
@@ -218,7 +219,7 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 		}
 		var st = nodeStatsOf(last, n.Node)
 		for i, d := range n.Disks {
-			dj := diskJSON{Node: uint32(n.Node), Index: i, Path: d.Path, UsedBytes: d.UsedBytes, FreeBytes: d.FreeBytes, ReadOnly: d.ReadOnly}
+			dj := diskJSON{Node: uint32(n.Node), Index: i, Path: d.Path, UsedBytes: d.UsedBytes, FreeBytes: d.FreeBytes, ReadOnly: d.ReadOnly, Full: d.Full}
 			if st != nil && i < len(st.Disks) {
 				dj.Chunks = st.Disks[i].Chunks
 				dj.Reason = st.Disks[i].ReadOnlyReason
@@ -227,7 +228,10 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 				allFree = false
 			}
 			if d.ReadOnly {
-				bad("degraded", fmt.Sprintf("disk %s of storage node %d is read-only%s", d.Path, n.Node, prefixed(": ", dj.Reason)))
+				bad("degraded", fmt.Sprintf("disk %s of storage node %d is read-only after a write error%s", d.Path, n.Node, prefixed(": ", dj.Reason)))
+			}
+			if d.Full {
+				bad("degraded", fmt.Sprintf("disk %s of storage node %d is full: its chains refuse writes until space returns (remove files, then flyfs admin gc)", d.Path, n.Node))
 			}
 			out.Capacity.UsedBytes += d.UsedBytes
 			out.Capacity.FreeBytes += d.FreeBytes

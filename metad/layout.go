@@ -12,7 +12,8 @@ import (
 
 // layoutPicker completes a new file's layout: the newest version of its chain
 // table (which the file then pins), `stripe` consecutive chains starting
-// round-robin, and a random shuffle seed.
+// round-robin among the windows that hold no chain on a full disk (see
+// roomWindow), and a random shuffle seed.
 type layoutPicker struct {
 	routing   routing.Source
 	chunkSize uint32
@@ -40,7 +41,8 @@ func (p *layoutPicker) pick(inherited ns.Layout, ino uint64) ns.Layout {
 	if id == 0 {
 		id = routing.DefaultTable
 	}
-	chains, ver, ok := p.routing.Current().LatestTable(id)
+	info := p.routing.Current()
+	chains, ver, ok := info.LatestTable(id)
 	if !ok || len(chains) == 0 {
 		p.log.Warn("no chain table to lay a new file out over", "table", id, "inode", ino)
 		return inherited
@@ -53,8 +55,9 @@ func (p *layoutPicker) pick(inherited ns.Layout, ino uint64) ns.Layout {
 		stripe = p.stripe
 	}
 	stripe = min(stripe, uint32(len(chains)))
+	first, stripe := roomWindow(chains, fullChainsOf(info), stripe, p.next.Add(uint64(stripe)))
 	t := layout.ChainTable{ID: id, Version: ver, Chains: chains}
-	l := layout.NewLayout(t, chunk, stripe, p.next.Add(uint64(stripe)), rand.Uint64())
+	l := layout.NewLayout(t, chunk, stripe, uint64(first), rand.Uint64())
 	if err := l.Check(t); err != nil {
 		p.log.Warn("cannot lay a new file out", "inode", ino, "err", err)
 		return inherited

@@ -184,7 +184,7 @@ func (s *Server) handleSetTargetHeld(ctx context.Context, req *mgmtdapi.SetTarge
 			}
 			return t.localOf(id, now, s.cfg.HeartbeatTimeout, held)
 		}
-		if next, changed := nextChain(chain, local); changed {
+		if next, changed := nextChain(chain, local, t.fullFunc()); changed {
 			ch.chains = []*routing.Chain{next}
 		}
 		return ch, nil

@@ -85,10 +85,11 @@ func (t *term) heartbeat(req *mgmtdapi.HeartbeatReq, now time.Time, timeout time
 	hosts := make(map[routing.TargetID]bool, len(req.Targets))
 	for _, r := range req.Targets {
 		hosts[r.Target] = true
-		if old, ok := t.targets[r.Target]; !ok || old != (targetState{node: req.Node, local: r.Local}) {
+		ts := targetState{node: req.Node, local: r.Local, full: r.Full}
+		if old, ok := t.targets[r.Target]; !ok || old != ts {
 			changed = true
 		}
-		t.targets[r.Target] = targetState{node: req.Node, local: r.Local}
+		t.targets[r.Target] = ts
 	}
 	for id := range n.hosts {
 		if !hosts[id] && t.targets[id].node == req.Node {

@@ -61,11 +61,11 @@ func (s *Server) scan(ctx context.Context) error {
 		for _, id := range t.detectFailures(now, s.cfg.HeartbeatTimeout) {
 			s.log.Warn("node declared failed", "node", id, "silent_for", now.Sub(t.nodes[id].last).Round(time.Millisecond))
 		}
-		local := t.localFunc(now, s.cfg.HeartbeatTimeout)
+		local, full := t.localFunc(now, s.cfg.HeartbeatTimeout), t.fullFunc()
 		ch := &change{why: "chain scan"}
 		for _, id := range sortedChainIDs(cur) {
 			old := cur.Chains[id]
-			if next, changed := nextChain(old, local); changed {
+			if next, changed := nextChain(old, local, full); changed {
 				logs = append(logs, []any{"chain", id, "was", describeChain(old), "now", describeChain(next)})
 				ch.chains = append(ch.chains, next)
 			}
@@ -82,16 +82,19 @@ func (s *Server) scan(ctx context.Context) error {
 
 // nextChain applies the chain rule to c. A change of states or order bumps
 // the chain version (routing.UpdateChain); a change of reported local states
-// alone is recorded without bumping it, so routing shows what nodes report
-// and a new primary starts from it, while storage services see no new chain
-// version for it.
-func nextChain(c *routing.Chain, local func(routing.TargetID) routing.LocalState) (*routing.Chain, bool) {
-	next, changed := routing.UpdateChain(c, local)
+// or of a disk's fullness alone is recorded without bumping it, so routing
+// shows what nodes report and a new primary starts from it, while storage
+// services see no new chain version for it.
+func nextChain(c *routing.Chain, local func(routing.TargetID) routing.LocalState, full func(routing.TargetID) bool) (*routing.Chain, bool) {
+	next, changed := routing.UpdateChain(c, local) // a copy, changed or not
+	for i := range next.Targets {
+		next.Targets[i].Full = full(next.Targets[i].ID)
+	}
 	if changed {
 		return next, true
 	}
 	for i := range next.Targets {
-		if next.Targets[i].Local != c.Targets[i].Local {
+		if next.Targets[i].Local != c.Targets[i].Local || next.Targets[i].Full != c.Targets[i].Full {
 			return next, true
 		}
 	}

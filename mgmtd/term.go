@@ -41,6 +41,7 @@ type nodeState struct {
 type targetState struct {
 	node  routing.NodeID
 	local routing.LocalState
+	full  bool // its disk is out of space
 }
 
 // newTerm builds the view of a new primary: every node known from the KV
@@ -56,7 +57,7 @@ func newTerm(id uint64, st *state, now, bootUntil time.Time) *term {
 	}
 	for _, c := range st.info.Chains {
 		for _, tg := range c.Targets {
-			t.targets[tg.ID] = targetState{node: tg.Node, local: persistedLocal(tg)}
+			t.targets[tg.ID] = targetState{node: tg.Node, local: persistedLocal(tg), full: tg.Full}
 			t.node(tg.Node, now).hosts[tg.ID] = true
 		}
 	}
@@ -102,6 +103,11 @@ func (t *term) bootstrapping(now time.Time) bool { return now.Before(t.bootUntil
 // to hear from everyone).
 func (t *term) alive(n *nodeState, now time.Time, timeout time.Duration) bool {
 	return t.bootstrapping(now) || now.Sub(n.last) <= timeout
+}
+
+// fullFunc says whether a target's node last reported its disk full.
+func (t *term) fullFunc() func(routing.TargetID) bool {
+	return func(id routing.TargetID) bool { return t.targets[id].full }
 }
 
 // localFunc returns the local state of each target as the chain rule must

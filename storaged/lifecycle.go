@@ -191,18 +191,20 @@ func (s *Server) heartbeat(ctx context.Context, timeout time.Duration) {
 	for _, t := range s.allTargets() {
 		local := t.state.get()
 		if t.disk >= 0 && t.disk < len(s.engines) && s.engines[t.disk].Stats().ReadOnly {
-			// A disk that went read-only (full, or a write error) cannot take
-			// its chains' writes: report its targets offline so mgmtd takes
-			// them out and the chains go on with the other replicas, instead
-			// of every write failing at this hop. They rejoin through
-			// recovery after a restart on a writable disk.
+			// A disk that had a write error cannot be trusted with its
+			// chains' writes: report its targets offline so mgmtd takes them
+			// out and the chains go on with the other replicas. They rejoin
+			// through recovery after a restart. A full disk is another
+			// matter: its targets keep serving (reads must go on), writes
+			// fail with NoSpace until space returns (DiskReport.Full).
 			local = routing.LocalOffline
 		}
-		req.Targets = append(req.Targets, mgmtdapi.TargetReport{Target: t.id, Chain: t.chain, Local: local, Disk: t.disk})
+		full := t.disk >= 0 && t.disk < len(s.engines) && s.engines[t.disk].Stats().Full
+		req.Targets = append(req.Targets, mgmtdapi.TargetReport{Target: t.id, Chain: t.chain, Local: local, Disk: t.disk, Full: full})
 	}
 	for i, e := range s.engines {
 		st := e.Stats()
-		d := mgmtdapi.DiskReport{Path: s.cfg.Disks[i], UsedBytes: uint64(st.AllocatedBytes), ReadOnly: st.ReadOnly}
+		d := mgmtdapi.DiskReport{Path: s.cfg.Disks[i], UsedBytes: uint64(st.AllocatedBytes), ReadOnly: st.ReadOnly, Full: st.Full}
 		var fs unix.Statfs_t
 		if unix.Statfs(s.cfg.Disks[i], &fs) == nil {
 			d.FreeBytes = fs.Bavail * uint64(fs.Bsize) // what the file system under the disk can still give

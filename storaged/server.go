@@ -268,7 +268,8 @@ func (s *Server) handleStats(ctx context.Context, _ *storageapi.StatsReq, _ []by
 	for i, e := range s.engines {
 		st := e.Stats()
 		resp.Disks = append(resp.Disks, storageapi.DiskStats{Path: s.cfg.Disks[i], Chunks: uint64(st.Chunks), UsedBytes: uint64(st.UsedBytes),
-			AllocatedBytes: uint64(st.AllocatedBytes), ChecksumErrors: uint64(st.ChecksumErrors), ReadOnly: st.ReadOnly, ReadOnlyReason: st.ReadOnlyReason})
+			AllocatedBytes: uint64(st.AllocatedBytes), ChecksumErrors: uint64(st.ChecksumErrors), ReadOnly: st.ReadOnly, ReadOnlyReason: st.ReadOnlyReason,
+			Full: st.Full, FullReason: st.FullReason})
 		s.repairStats(i, &resp.Disks[i])
 	}
 	for _, t := range s.allTargets() {

@@ -165,6 +165,11 @@ func (s *Server) updateHeld(_ context.Context, t *target, req *storageapi.WriteR
 		return &storageapi.WriteResp{Meta: storageapi.ChunkMeta{Chunk: req.Key.Chunk}}, nil
 	}
 
+	if !req.Forwarded && req.Kind != storageapi.KindTruncate {
+		if err := chainHasRoom(chain); err != nil {
+			return nil, err
+		}
+	}
 	l, meta, err := local(t.eng, k)
 	if err != nil {
 		return nil, err
@@ -311,4 +316,17 @@ func readWhole(eng *engine.Engine, k engine.Key) ([]byte, error) {
 		return nil, fmt.Errorf("read chunk %v for forwarding: %d of %d bytes: %w", k, n, len(buf), err)
 	}
 	return buf, nil
+}
+
+// chainHasRoom refuses, at the head and before anything is applied, an
+// update of a chain whose routing says a replica's disk is full: the update
+// would fail at that replica and stay pending at the hops before it.
+// Truncates and removals pass (they need no new space).
+func chainHasRoom(chain *routing.Chain) error {
+	for _, t := range chain.Targets {
+		if t.Full && (t.Public == routing.Serving || t.Public == routing.Syncing) {
+			return rpc.Errorf(storageapi.CodeNoSpace, "chain %d: target %d's disk is full; writes resume when space returns", chain.ID, t.ID)
+		}
+	}
+	return nil
 }

@@ -199,19 +199,25 @@ func diskSummary(ds []mgmtdapi.DiskReport) string {
 		return "-"
 	}
 	var used, free uint64
-	ro := 0
+	ro, full := 0, 0
 	for _, d := range ds {
 		used, free = used+d.UsedBytes, free+d.FreeBytes
 		if d.ReadOnly {
 			ro++
+		}
+		if d.Full {
+			full++
 		}
 	}
 	s := fmt.Sprintf("%d: %s used", len(ds), adminBytes(used))
 	if free > 0 {
 		s += ", " + adminBytes(free) + " free"
 	}
+	if full > 0 {
+		s += fmt.Sprintf(", %d full (writes refused until space returns)", full)
+	}
 	if ro > 0 {
-		s += fmt.Sprintf(", %d read-only", ro)
+		s += fmt.Sprintf(", %d read-only (write error)", ro)
 	}
 	return s
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
 	"sync"
@@ -136,6 +137,9 @@ func (c *ChunkIO) Update(ctx context.Context, u Update) (storageapi.ChunkMeta, e
 		}
 		return err
 	})
+	if rpc.CodeOf(err) == storageapi.CodeNoSpace {
+		err = fmt.Errorf("%w: %w", ErrNoSpace, err)
+	}
 	return meta, err
 }
 

@@ -33,9 +33,17 @@ func Errno(err error) syscall.Errno {
 	if err == nil {
 		return 0
 	}
+	if errors.Is(err, ErrNoSpace) {
+		return syscall.ENOSPC
+	}
 	var e syscall.Errno
 	if errors.As(err, &e) {
 		return e
 	}
 	return metaapi.Errno(err)
 }
+
+// ErrNoSpace: a write reached a storage target whose disk is full. Reads go
+// on; writes to that chain fail so until space returns (files removed and
+// collected, the disk grown), with no restart.
+var ErrNoSpace = errors.New("client: no space left on a storage target of the chain")

@@ -32,7 +32,7 @@ var Keyspace = []Space{
 	{"IALC", "metad/ns", "the inode id allocator's shards"},
 	{"SESS", "metad/ns", "write sessions"},
 	{"XATR", "metad/ns", "extended attributes"},
-	{"DMTI", "metad/ns", "directories' modification times"},
+	{"DMTI", "metad/ns", "directories' modification times and subdirectory counts"},
 	{"STAB", "metad/ns", "the StatFS base"},
 	{"STAD", "metad/ns", "StatFS deltas"},
 	{"S3K/", "metad/keys", "access keys"},

@@ -57,6 +57,10 @@ type Target struct {
 	Public PublicState `cbor:"3,keyasint"`
 	Local  LocalState  `cbor:"4,keyasint,omitempty"`
 	Disk   int         `cbor:"5,keyasint,omitempty"` // index of the node's disk that holds it
+	// Full: the target's disk is out of space. It keeps serving reads; its
+	// chain's head refuses writes (NoSpace) until space returns, and new
+	// files are laid out elsewhere.
+	Full bool `cbor:"6,keyasint,omitempty"`
 }
 
 // Chain is an ordered list of targets, head first. Version grows on every

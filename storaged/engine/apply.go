@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Update describes a change of a chunk's content plus the versions to
@@ -80,6 +81,9 @@ func (e *Engine) Apply(k Key, u Update) (Meta, error) {
 	if e.ro.Load() {
 		return Meta{}, fmt.Errorf("engine: apply %v: %w (%s)", k, ErrReadOnly, e.readOnlyReason())
 	}
+	if err := e.full.refuse(time.Now()); err != nil {
+		return Meta{}, fmt.Errorf("engine: apply %v: %w", k, err)
+	}
 	mu := e.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()
@@ -96,11 +100,16 @@ func (e *Engine) Apply(k Key, u Update) (Meta, error) {
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrNoSpace):
-			e.setReadOnly("no space: " + err.Error())
+			if e.full.set(time.Now(), err.Error()) {
+				e.log.Warn("engine: disk full: writes refused until space returns; reads, commits and removals go on", "reason", err.Error())
+			}
 		case errors.Is(err, errWriteIO):
 			e.setReadOnly("write error: " + err.Error())
 		}
 		return Meta{}, fmt.Errorf("engine: apply %v: %w", k, err)
+	}
+	if e.full.clear() {
+		e.log.Info("engine: space again: writes resume")
 	}
 	return m, nil
 }

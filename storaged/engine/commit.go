@@ -73,5 +73,6 @@ func (e *Engine) Remove(k Key) error {
 	}
 	e.chunks.Add(-1)
 	e.usedBytes.Add(-int64(cur.meta.Len))
+	e.full.freed() // its block may be what the next write needs
 	return nil
 }

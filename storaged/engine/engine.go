@@ -34,9 +34,12 @@ type Engine struct {
 	life   sync.RWMutex
 	closed atomic.Bool
 
+	// ro: a write failed with an I/O error; writes stay refused until a
+	// restart. full: the disk ran out of space; it passes (see full).
 	ro       atomic.Bool
 	roMu     sync.Mutex
 	roReason string
+	full     full
 
 	// bad holds keys whose record is corrupt: Get reports ErrChecksum, a
 	// Replace or Remove repairs them.

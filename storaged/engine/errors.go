@@ -11,9 +11,9 @@ var (
 	// ErrChecksum: stored data or metadata does not match its checksum.
 	// The corrupt bytes are never returned to the caller.
 	ErrChecksum = errors.New("engine: checksum mismatch")
-	// ErrNoSpace: the disk is full. The engine turns read-only for writes.
+	// ErrNoSpace: the disk is full. Writes fail fast until space returns.
 	ErrNoSpace = errors.New("engine: no space left on device")
-	// ErrReadOnly: the engine refuses writes (after ErrNoSpace or an I/O error).
+	// ErrReadOnly: the engine refuses writes after a write I/O error.
 	ErrReadOnly = errors.New("engine: read-only")
 	// ErrOutOfRange: an offset or length lies beyond the chunk size.
 	ErrOutOfRange = errors.New("engine: out of range")

@@ -71,18 +71,19 @@ func TestNoSpace(t *testing.T) {
 				t.Fatal("nothing fit")
 			}
 			st := e.Stats()
-			if !st.ReadOnly || !strings.Contains(st.ReadOnlyReason, "no space") {
-				t.Fatalf("stats after ENOSPC: read-only=%v reason=%q", st.ReadOnly, st.ReadOnlyReason)
+			if !st.Full || st.ReadOnly || !strings.Contains(st.FullReason, "no space") {
+				t.Fatalf("stats after ENOSPC: full=%v read-only=%v reason=%q", st.Full, st.ReadOnly, st.FullReason)
 			}
-			// Read-only for every write, even one needing no new block.
+			// Every write fails fast with ErrNoSpace meanwhile, even one
+			// needing no new block.
 			var some Key
 			for k := range committed {
 				some = k
 				break
 			}
 			_, err = e.Apply(some, Update{Offset: uint32(len(committed[some])), Data: []byte{1}, ChunkSize: cs, UpdateVer: 2, CommitVer: 2})
-			if !errors.Is(err, ErrReadOnly) || errors.Is(err, ErrNoSpace) {
-				t.Fatalf("write after ENOSPC = %v, want ErrReadOnly", err)
+			if !errors.Is(err, ErrNoSpace) || errors.Is(err, ErrReadOnly) {
+				t.Fatalf("write after ENOSPC = %v, want ErrNoSpace", err)
 			}
 			// Everything committed still reads back; commits of pending
 			// versions still go through.
@@ -92,26 +93,39 @@ func TestNoSpace(t *testing.T) {
 				}
 			}
 			if _, err := e.Commit(some, 1, 2); err != nil {
-				t.Fatalf("commit while read-only: %v", err)
+				t.Fatalf("commit while full: %v", err)
 			}
 			if rep, err := e.Verify(t.Context()); err != nil || !rep.OK() {
 				t.Fatalf("Verify: %v %+v", err, rep)
 			}
+			// Space returns without a restart: removing chunks frees their
+			// blocks, and the next write finds one and ends the full state.
+			var freed []Key
+			for k := range committed {
+				if k != some && len(freed) < 2 {
+					freed = append(freed, k)
+				}
+			}
+			for _, k := range freed {
+				if err := e.Remove(k); err != nil {
+					t.Fatalf("remove while full: %v", err)
+				}
+				delete(committed, k)
+			}
+			mustApply(t, e, freed[0], Update{Replace: true, Data: pattern(7, 100<<10), ChunkSize: cs, UpdateVer: 1, CommitVer: 1})
+			if st := e.Stats(); st.Full {
+				t.Fatalf("still full after a write found room: %q", st.FullReason)
+			}
 			if err := e.Close(); err != nil {
 				t.Fatal(err)
 			}
-			// After a restart the data is intact and the engine writable
-			// again (space permitting): removing a chunk frees its block.
+			// After a restart the data is intact.
 			e = openT(t, mnt, opts)
 			for k, data := range committed {
 				if got, _ := readChunk(t, e, k); !bytes.Equal(got, data) {
 					t.Fatalf("%v lost after reopen", k)
 				}
 			}
-			if err := e.Remove(some); err != nil {
-				t.Fatal(err)
-			}
-			mustApply(t, e, some, Update{Replace: true, Data: committed[some][:100<<10], ChunkSize: cs})
 			t.Logf("%d chunks fit; error: %v", len(committed), full)
 		})
 	}

@@ -8,12 +8,15 @@ type Stats struct {
 	Classes        [NumClasses]ClassStats
 	ChecksumErrors int64 // reads (or update reads) that found corrupt or missing data
 	CorruptRecords int64 // metadata records found corrupt at Open
-	ReadOnly       bool
+	ReadOnly       bool // a write failed with an I/O error: writes are refused until a restart
 	ReadOnlyReason string
+	Full           bool // the disk ran out of space: writes fail fast until space returns
+	FullReason     string
 }
 
 // Stats returns current counters. Cheap enough for periodic reporting.
 func (e *Engine) Stats() Stats {
+	e.checkRoom()
 	s := Stats{
 		Chunks:         e.chunks.Load(),
 		UsedBytes:      e.usedBytes.Load(),
@@ -24,6 +27,7 @@ func (e *Engine) Stats() Stats {
 	if s.ReadOnly {
 		s.ReadOnlyReason = e.readOnlyReason()
 	}
+	s.Full, s.FullReason = e.full.state()
 	s.Classes, s.AllocatedBytes = e.alloc.stats()
 	return s
 }

@@ -81,6 +81,7 @@ type TargetReport struct {
 	Chain  routing.ChainID    `cbor:"2,keyasint"`
 	Local  routing.LocalState `cbor:"3,keyasint"`
 	Disk   int                `cbor:"4,keyasint,omitempty"`
+	Full   bool               `cbor:"5,keyasint,omitempty"` // its disk is out of space
 }
 
 // DiskReport is one disk's usage.
@@ -88,7 +89,8 @@ type DiskReport struct {
 	Path      string `cbor:"1,keyasint"`
 	UsedBytes uint64 `cbor:"2,keyasint,omitempty"`
 	FreeBytes uint64 `cbor:"3,keyasint,omitempty"`
-	ReadOnly  bool   `cbor:"4,keyasint,omitempty"`
+	ReadOnly  bool   `cbor:"4,keyasint,omitempty"` // a write I/O error: its targets are reported offline
+	Full      bool   `cbor:"5,keyasint,omitempty"` // out of space: its targets keep serving reads, writes fail
 }
 
 // HeartbeatReq renews a storage node's lease and reports its targets.

@@ -10,8 +10,8 @@ const (
 	CodeNotCommitted                                           // the chunk is being updated: retry, or read relaxed
 	CodeNoTarget                                               // this node has no target of that chain
 	CodeTargetNotServing                                       // the target may not serve reads now
-	CodeNoSpace                                                // the disk is full; the target is read-only
-	CodeReadOnly                                               // the disk is read-only
+	CodeNoSpace                                                // the disk is full: writes fail until space returns
+	CodeReadOnly                                               // the disk had a write error: writes fail until a restart
 	CodeChunkSizeMismatch                                      // the update's chunk size differs from the chunk's
 	CodeMissingUpdate                                          // a forwarded update skips a version: resend as a full replace
 	CodeDuplicate                                              // an older sequence number than the channel's last

@@ -179,6 +179,11 @@ type DiskStats struct {
 	RepairedChunks   uint64 `cbor:"8,keyasint,omitempty"`  // chunks rewritten from a good replica
 	RepairFailures   uint64 `cbor:"9,keyasint,omitempty"`  // attempts that found no verified copy elsewhere
 	UnrepairedChunks uint64 `cbor:"10,keyasint,omitempty"` // chunks known corrupt and not repaired yet
+
+	// Full: the disk ran out of space; writes to its targets fail with
+	// NoSpace until space returns, reads go on.
+	Full       bool   `cbor:"11,keyasint,omitempty"`
+	FullReason string `cbor:"12,keyasint,omitempty"`
 }
 
 // TargetStats is one target.

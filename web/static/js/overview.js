@@ -70,10 +70,10 @@ export function overviewPage(root) {
       h('tbody', {}, rows))));
 
     const drows = [];
-    for (const n of o.storage) for (const d of n.disks) drows.push(h('tr', { class: d.readOnly ? 'degraded' : '' },
+    for (const n of o.storage) for (const d of n.disks) drows.push(h('tr', { class: d.readOnly || d.full ? 'degraded' : '' },
       h('td', {}, 'node ' + n.node), h('td', { class: 'mono' }, d.path), h('td', { class: 'num' }, fmtBytes(d.usedBytes)),
       h('td', { class: 'num' }, d.freeBytes ? fmtBytes(d.freeBytes) : '–'), h('td', { class: 'num' }, fmtNum(d.chunks)),
-      h('td', {}, d.readOnly ? badge('failed', 'read-only') : badge('ok', 'writable'), d.readOnlyReason ? ' ' + d.readOnlyReason : '')));
+      h('td', {}, d.readOnly ? badge('failed', 'read-only') : d.full ? badge('degraded', 'full') : badge('ok', 'writable'), d.readOnlyReason ? ' ' + d.readOnlyReason : '')));
     drows.push(h('tr', {}, h('td', {}, h('b', {}, 'Total')), h('td', {}, `${cap.disks} disks`), h('td', { class: 'num' }, h('b', {}, fmtBytes(cap.usedBytes))),
       h('td', { class: 'num' }, cap.freeKnown ? fmtBytes(cap.freeBytes) : '–'), h('td', {}, ''), h('td', {}, '')));
     replace(disks, h('div', { class: 'table-wrap' }, h('table', {},
