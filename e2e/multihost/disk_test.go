@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/e2e/harness"
