@@ -18,6 +18,26 @@ type Options struct {
 	MaxAttempts    int           // Run gives up after this many attempts; default 100
 	MaxBackoff     time.Duration // longest sleep between attempts; default 1 s
 	Faults         *Faults       // fault injection for tests; nil in production
+	// Hooks, when set, observe the store's transactions (metrics; see
+	// Hooks and DB.WithHooks).
+	Hooks *Hooks
+}
+
+// Hooks observe what the store's transactions do, for metrics. A nil field
+// is skipped. They run on the caller's goroutine and must be cheap.
+type Hooks struct {
+	// Txn is called once per Run or RunRead when it returns: read-only or
+	// not, the attempts it took, how long it ran in all, and its final error
+	// (nil: committed, or read).
+	Txn func(readOnly bool, attempts int, d time.Duration, err error)
+	// Retry is called for each attempt of a Run or RunRead that failed with
+	// a retryable error and is about to run again (not for the last one).
+	Retry func(readOnly bool, err error)
+	// Commit is called for each commit that reached the engine (or its
+	// fault injection), with its duration and error: a conflict is err with
+	// CodeConflict. Commits of transactions that wrote nothing are not
+	// counted: they do not reach the engine.
+	Commit func(d time.Duration, err error)
 }
 
 func (o Options) withDefaults() Options {
@@ -47,13 +67,25 @@ type DB struct {
 	be     Backend
 	opts   Options
 	faults *faultState
-	closed atomic.Bool
+	closed *atomic.Bool // shared by the views WithHooks makes
+	hooks  *Hooks
 }
 
 // New wraps an engine's Backend.
 func New(be Backend, opts Options) *DB {
 	opts = opts.withDefaults()
-	return &DB{be: be, opts: opts, faults: newFaultState(opts.Faults)}
+	return &DB{be: be, opts: opts, faults: newFaultState(opts.Faults), closed: new(atomic.Bool), hooks: opts.Hooks}
+}
+
+// WithHooks returns a view of db whose transactions h observes instead of
+// db's hooks: the same engine, bounds and fault injection, so two roles
+// sharing one store (mgmtd and metad in one process) each count their own
+// transactions. Closing either closes both.
+func (db *DB) WithHooks(h *Hooks) *DB {
+	v := *db
+	v.hooks = h
+	v.opts.Hooks = h
+	return &v
 }
 
 // Options returns the options in force.
@@ -79,7 +111,7 @@ func (db *DB) begin(readOnly bool) *txn {
 // Run gives up after Options.MaxAttempts with an error wrapping ErrTooManyTries
 // and the last failure.
 func (db *DB) Run(ctx context.Context, fn func(Txn) error) error {
-	return db.retry(ctx, func() error {
+	return db.retry(ctx, false, func() error {
 		t := db.begin(false)
 		if err := fn(t); err != nil {
 			t.Cancel()
@@ -91,33 +123,52 @@ func (db *DB) Run(ctx context.Context, fn func(Txn) error) error {
 
 // RunRead runs fn in a read-only transaction, re-running it on retryable errors.
 func (db *DB) RunRead(ctx context.Context, fn func(ReadTxn) error) error {
-	return db.retry(ctx, func() error {
+	return db.retry(ctx, true, func() error {
 		t := db.begin(true)
 		defer t.Cancel()
 		return fn(t)
 	})
 }
 
-func (db *DB) retry(ctx context.Context, attempt func() error) error {
+func (db *DB) retry(ctx context.Context, readOnly bool, attempt func() error) error {
+	h := db.hooks
+	if h == nil || h.Txn == nil && h.Retry == nil {
+		_, err := db.retryLoop(ctx, readOnly, nil, attempt)
+		return err
+	}
+	start := time.Now()
+	n, err := db.retryLoop(ctx, readOnly, h.Retry, attempt)
+	if h.Txn != nil {
+		h.Txn(readOnly, n, time.Since(start), err)
+	}
+	return err
+}
+
+// retryLoop runs attempt until it succeeds or fails for good, and returns
+// the attempts made; retried is told of each retryable failure run again.
+func (db *DB) retryLoop(ctx context.Context, readOnly bool, retried func(bool, error), attempt func() error) (int, error) {
 	backoff := time.Millisecond
 	for n := 1; ; n++ {
 		if db.closed.Load() {
-			return ErrClosed
+			return n, ErrClosed
 		}
 		err := attempt()
 		if err == nil || !IsRetryable(err) {
-			return err
+			return n, err
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("kv: %w (last attempt: %w)", ctx.Err(), err)
+			return n, fmt.Errorf("kv: %w (last attempt: %w)", ctx.Err(), err)
 		}
 		if n >= db.opts.MaxAttempts {
-			return &Error{Code: CodeTooManyTries, Detail: fmt.Sprintf("%d attempts", n), Err: err}
+			return n, &Error{Code: CodeTooManyTries, Detail: fmt.Sprintf("%d attempts", n), Err: err}
+		}
+		if retried != nil {
+			retried(readOnly, err)
 		}
 		sleep := backoff/2 + rand.N(backoff/2+1)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("kv: %w (last attempt: %w)", ctx.Err(), err)
+			return n, fmt.Errorf("kv: %w (last attempt: %w)", ctx.Err(), err)
 		case <-time.After(sleep):
 		}
 		backoff = min(backoff*2, db.opts.MaxBackoff)

@@ -102,6 +102,16 @@ func Wrap(code Code, err error, detail string) error {
 	return &Error{Code: code, Detail: detail, Err: err}
 }
 
+// CodeOf returns the code of the *Error in err's chain, or 0 when there is
+// none.
+func CodeOf(err error) Code {
+	var e *Error
+	if !errors.As(err, &e) {
+		return 0
+	}
+	return e.Code
+}
+
 // IsRetryable reports whether re-running the whole transaction may succeed.
 // ErrMaybeCommitted is retryable: the body must then be idempotent, which is
 // exactly what flyfs's metadata layer guarantees with request ids.

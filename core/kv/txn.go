@@ -329,6 +329,10 @@ func (t *txn) Commit(ctx context.Context) (err error) {
 		req.Snapshot, req.ReadVersion = t.snap, t.snap.Version()
 	}
 	t.ws.fill(req)
+	if h := t.db.hooks; h != nil && h.Commit != nil {
+		start := time.Now()
+		defer func() { h.Commit(time.Since(start), err) }()
+	}
 	fault := t.db.faults.commitFault()
 	switch fault {
 	case faultConflict:
