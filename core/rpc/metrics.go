@@ -15,6 +15,7 @@ type metrics struct {
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	refused  *prometheus.CounterVec // server only: refusals by limit
+	servers  *serverGauges          // server only: connections and bytes held, read at scrape time
 
 	counters sync.Map // uint64(method)<<32 | code → prometheus.Counter
 	timers   sync.Map // Method → prometheus.Observer
@@ -46,8 +47,67 @@ func newMetrics(reg prometheus.Registerer, side string) *metrics {
 			Help: "Connections and requests the server refused for its resource limits, by limit " +
 				"(max_conns, inflight_bytes, frame_deadline).",
 		}, []string{"limit"}))
+		m.servers = register(reg, newServerGauges())
 	}
 	return m
+}
+
+// serverGauges reports, at scrape time, what the servers registered on one
+// registerer hold: open connections and request bytes in flight (their
+// Stats, summed: several servers of one role in one process, such as the
+// storage nodes of flyfs server, count together).
+type serverGauges struct {
+	conns, inflight *prometheus.Desc
+	mu              sync.Mutex
+	servers         map[*Server]struct{}
+}
+
+func newServerGauges() *serverGauges {
+	return &serverGauges{
+		conns: prometheus.NewDesc("flyfs_rpc_server_connections",
+			"Connections the RPC server holds open now, those in their handshake included.", nil, nil),
+		inflight: prometheus.NewDesc("flyfs_rpc_server_inflight_bytes",
+			"Request bytes the RPC server holds now (being read, handled or answered): what MaxInflightBytes bounds.", nil, nil),
+		servers: map[*Server]struct{}{},
+	}
+}
+
+func (g *serverGauges) Describe(ch chan<- *prometheus.Desc) { ch <- g.conns; ch <- g.inflight }
+
+func (g *serverGauges) Collect(ch chan<- prometheus.Metric) {
+	g.mu.Lock()
+	list := make([]*Server, 0, len(g.servers))
+	for s := range g.servers {
+		list = append(list, s)
+	}
+	g.mu.Unlock()
+	var conns, bytes int64
+	for _, s := range list {
+		st := s.Stats()
+		conns += int64(st.Conns)
+		bytes += st.InflightBytes
+	}
+	ch <- prometheus.MustNewConstMetric(g.conns, prometheus.GaugeValue, float64(conns))
+	ch <- prometheus.MustNewConstMetric(g.inflight, prometheus.GaugeValue, float64(bytes))
+}
+
+// track adds s to the gauges (until untrack).
+func (m *metrics) track(s *Server) {
+	if m == nil || m.servers == nil {
+		return
+	}
+	m.servers.mu.Lock()
+	m.servers.servers[s] = struct{}{}
+	m.servers.mu.Unlock()
+}
+
+func (m *metrics) untrack(s *Server) {
+	if m == nil || m.servers == nil {
+		return
+	}
+	m.servers.mu.Lock()
+	delete(m.servers.servers, s)
+	m.servers.mu.Unlock()
 }
 
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {

@@ -27,8 +27,9 @@ type Options struct {
 	Limits Limits
 
 	// Registerer, if set, receives Prometheus metrics (calls by method and
-	// code, latency by method). Servers and clients of one process may share
-	// it; the collectors are shared too.
+	// code, latency by method; for a server also refusals by limit, open
+	// connections and request bytes in flight; docs/metrics.md). Servers and
+	// clients of one process may share it; the collectors are shared too.
 	Registerer prometheus.Registerer
 
 	// WriteTimeout bounds one write to the socket; a peer that stops reading

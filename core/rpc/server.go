@@ -67,6 +67,7 @@ func NewServer(opts Options) *Server {
 	}
 	empty := map[Method]*handler{}
 	s.handlers.Store(&empty)
+	s.metrics.track(s)
 	return s
 }
 
@@ -187,6 +188,7 @@ func (s *Server) isClosed() bool {
 // stopAccepting marks the server closed, closes its listeners and returns
 // the live connections.
 func (s *Server) stopAccepting() []*serverConn {
+	s.metrics.untrack(s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
