@@ -68,6 +68,7 @@ func (s *Server) collect(ctx context.Context, batch int, grace time.Duration) (c
 		c.Files++
 		c.Bytes += r.Length
 	}
+	s.metrics.collected(c)
 	return c, nil
 }
 

@@ -18,7 +18,7 @@ func (s *Server) serveKeys(cfg Config) error {
 	if cfg.MasterKey == nil {
 		for _, m := range []rpc.Method{metaapi.MethodKeyGet, metaapi.MethodKeyList, metaapi.MethodKeyCreate,
 			metaapi.MethodKeyRevoke, metaapi.MethodKeySetGrants, metaapi.MethodKeyEnsureRoot} {
-			rpc.Handle(s.rpc, m, func(context.Context, *metaapi.Empty, []byte) (*metaapi.Empty, []byte, error) {
+			handle(s, m, func(context.Context, *metaapi.Empty, []byte) (*metaapi.Empty, []byte, error) {
 				return nil, nil, rpc.NewError(rpc.FailedPrecondition, "this metad has no master key, so it keeps no access keys (flyfs metad --master-key-file)")
 			})
 		}
@@ -35,11 +35,11 @@ func (s *Server) serveKeys(cfg Config) error {
 	} else if n > 0 {
 		s.log.Info("access keys: sealed the secrets stored in plain text", "keys", n)
 	}
-	rpc.Handle(s.rpc, metaapi.MethodKeyGet, func(ctx context.Context, r *metaapi.KeyReq, _ []byte) (*metaapi.KeyResp, []byte, error) {
+	handle(s, metaapi.MethodKeyGet, func(ctx context.Context, r *metaapi.KeyReq, _ []byte) (*metaapi.KeyResp, []byte, error) {
 		k, err := store.Get(ctx, r.ID)
 		return keyResp(k, false, err)
 	})
-	rpc.Handle(s.rpc, metaapi.MethodKeyList, func(ctx context.Context, _ *metaapi.Empty, _ []byte) (*metaapi.KeyListResp, []byte, error) {
+	handle(s, metaapi.MethodKeyList, func(ctx context.Context, _ *metaapi.Empty, _ []byte) (*metaapi.KeyListResp, []byte, error) {
 		list, err := store.List(ctx)
 		if err != nil {
 			return nil, nil, metaapi.KeyError(err)
@@ -50,23 +50,23 @@ func (s *Server) serveKeys(cfg Config) error {
 		}
 		return resp, nil, nil
 	})
-	rpc.Handle(s.rpc, metaapi.MethodKeyCreate, func(ctx context.Context, r *access.Key, _ []byte) (*metaapi.KeyResp, []byte, error) {
+	handle(s, metaapi.MethodKeyCreate, func(ctx context.Context, r *access.Key, _ []byte) (*metaapi.KeyResp, []byte, error) {
 		k, err := store.Create(ctx, *r)
 		return keyResp(k, true, err)
 	})
-	rpc.Handle(s.rpc, metaapi.MethodKeyRevoke, func(ctx context.Context, r *metaapi.KeyReq, _ []byte) (*metaapi.Empty, []byte, error) {
+	handle(s, metaapi.MethodKeyRevoke, func(ctx context.Context, r *metaapi.KeyReq, _ []byte) (*metaapi.Empty, []byte, error) {
 		if err := store.Revoke(ctx, r.ID); err != nil {
 			return nil, nil, metaapi.KeyError(err)
 		}
 		return &metaapi.Empty{}, nil, nil
 	})
-	rpc.Handle(s.rpc, metaapi.MethodKeySetGrants, func(ctx context.Context, r *metaapi.KeyGrantsReq, _ []byte) (*metaapi.Empty, []byte, error) {
+	handle(s, metaapi.MethodKeySetGrants, func(ctx context.Context, r *metaapi.KeyGrantsReq, _ []byte) (*metaapi.Empty, []byte, error) {
 		if err := store.SetGrants(ctx, r.ID, r.Buckets); err != nil {
 			return nil, nil, metaapi.KeyError(err)
 		}
 		return &metaapi.Empty{}, nil, nil
 	})
-	rpc.Handle(s.rpc, metaapi.MethodKeyEnsureRoot, func(ctx context.Context, r *metaapi.KeyRootReq, _ []byte) (*metaapi.KeyResp, []byte, error) {
+	handle(s, metaapi.MethodKeyEnsureRoot, func(ctx context.Context, r *metaapi.KeyRootReq, _ []byte) (*metaapi.KeyResp, []byte, error) {
 		k, created, err := store.EnsureRoot(ctx, r.Given)
 		return keyResp(k, created, err)
 	})

@@ -15,10 +15,13 @@ import (
 	"github.com/flyfs/flyfs/core/api/storageapi"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/kv"
+	"github.com/flyfs/flyfs/core/kv/kvmetrics"
+	"github.com/flyfs/flyfs/core/observe"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/metad/ns"
 	"github.com/fxamacker/cbor/v2"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config configures a metadata service.
@@ -48,6 +51,10 @@ type Config struct {
 	// bytes; every metad of a cluster needs the same). Without it the
 	// access-key methods refuse, naming what is missing.
 	MasterKey []byte
+	// Registerer, when set, receives the metadata service's metrics
+	// (flyfs_metad_*, its KV transactions among them; docs/metrics.md),
+	// labelled id=<ID, or Addr>. The RPC server's go to RPC.Registerer.
+	Registerer prometheus.Registerer
 }
 
 // Server serves the namespace over RPC.
@@ -60,6 +67,7 @@ type Server struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 	bg      sync.WaitGroup // registration and session reaping
+	metrics *metrics       // nil without Config.Registerer
 }
 
 // New opens the namespace (creating its root on first use) and registers the
@@ -70,6 +78,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	var reg prometheus.Registerer
+	if cfg.Registerer != nil {
+		id := cfg.ID
+		if id == "" {
+			id = cfg.Addr
+		}
+		reg = observe.With(cfg.Registerer, prometheus.Labels{"id": id})
+		cfg.KV = cfg.KV.WithHooks(kvmetrics.Hooks(reg, "metad"))
 	}
 	if cfg.Routing != nil && cfg.Namespace.NewFileLayout == nil {
 		cfg.Namespace.NewFileLayout = newLayoutPicker(cfg.Routing, cfg.DefaultChunkSize, cfg.DefaultStripe, cfg.Logger).pick
@@ -83,7 +100,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metad: %w", err)
 	}
-	s := &Server{ns: n, rpc: rpc.NewServer(cfg.RPC), log: cfg.Logger, routing: cfg.Routing, done: make(chan struct{})}
+	s := &Server{ns: n, rpc: rpc.NewServer(cfg.RPC), log: cfg.Logger, routing: cfg.Routing, done: make(chan struct{}),
+		metrics: newMetrics(reg, n)}
 	ctx, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	if cfg.Routing != nil && cfg.Storage != nil {
@@ -101,34 +119,34 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Mgmtd != nil && cfg.Addr != "" {
 		s.startRegistry(ctx, cfg)
 	}
-	rpc.Handle(s.rpc, metaapi.MethodStat, s.stat)
-	rpc.Handle(s.rpc, metaapi.MethodLookup, s.lookup)
-	rpc.Handle(s.rpc, metaapi.MethodResolve, s.resolve)
-	rpc.Handle(s.rpc, metaapi.MethodCreate, s.create)
-	rpc.Handle(s.rpc, metaapi.MethodMkdir, s.mkdir)
-	rpc.Handle(s.rpc, metaapi.MethodSymlink, s.symlink)
-	rpc.Handle(s.rpc, metaapi.MethodLink, s.link)
-	rpc.Handle(s.rpc, metaapi.MethodReadlink, s.readlink)
-	rpc.Handle(s.rpc, metaapi.MethodReadDir, s.readDir)
-	rpc.Handle(s.rpc, metaapi.MethodUnlink, s.unlink)
-	rpc.Handle(s.rpc, metaapi.MethodRmdir, s.rmdir)
-	rpc.Handle(s.rpc, metaapi.MethodRename, s.rename)
-	rpc.Handle(s.rpc, metaapi.MethodClose, s.close)
-	rpc.Handle(s.rpc, metaapi.MethodReport, s.report)
-	rpc.Handle(s.rpc, metaapi.MethodMkdirAll, s.mkdirAll)
-	rpc.Handle(s.rpc, metaapi.MethodRemoveAll, s.removeAll)
-	rpc.Handle(s.rpc, metaapi.MethodOpen, s.open)
-	rpc.Handle(s.rpc, metaapi.MethodSetAttr, s.setAttr)
-	rpc.Handle(s.rpc, metaapi.MethodStatFS, s.statFS)
-	rpc.Handle(s.rpc, metaapi.MethodGetXattr, s.getXattr)
-	rpc.Handle(s.rpc, metaapi.MethodSetXattr, s.setXattr)
-	rpc.Handle(s.rpc, metaapi.MethodListXattr, s.listXattr)
-	rpc.Handle(s.rpc, metaapi.MethodRemoveXattr, s.removeXattr)
-	rpc.Handle(s.rpc, metaapi.MethodSetLayout, s.setLayout)
-	rpc.Handle(s.rpc, metaapi.MethodGetLayout, s.getLayout)
-	rpc.Handle(s.rpc, metaapi.MethodFsck, s.fsck)
-	rpc.Handle(s.rpc, metaapi.MethodMknod, s.mknod)
-	rpc.Handle(s.rpc, metaapi.MethodCollect, s.handleCollect)
+	handle(s, metaapi.MethodStat, s.stat)
+	handle(s, metaapi.MethodLookup, s.lookup)
+	handle(s, metaapi.MethodResolve, s.resolve)
+	handle(s, metaapi.MethodCreate, s.create)
+	handle(s, metaapi.MethodMkdir, s.mkdir)
+	handle(s, metaapi.MethodSymlink, s.symlink)
+	handle(s, metaapi.MethodLink, s.link)
+	handle(s, metaapi.MethodReadlink, s.readlink)
+	handle(s, metaapi.MethodReadDir, s.readDir)
+	handle(s, metaapi.MethodUnlink, s.unlink)
+	handle(s, metaapi.MethodRmdir, s.rmdir)
+	handle(s, metaapi.MethodRename, s.rename)
+	handle(s, metaapi.MethodClose, s.close)
+	handle(s, metaapi.MethodReport, s.report)
+	handle(s, metaapi.MethodMkdirAll, s.mkdirAll)
+	handle(s, metaapi.MethodRemoveAll, s.removeAll)
+	handle(s, metaapi.MethodOpen, s.open)
+	handle(s, metaapi.MethodSetAttr, s.setAttr)
+	handle(s, metaapi.MethodStatFS, s.statFS)
+	handle(s, metaapi.MethodGetXattr, s.getXattr)
+	handle(s, metaapi.MethodSetXattr, s.setXattr)
+	handle(s, metaapi.MethodListXattr, s.listXattr)
+	handle(s, metaapi.MethodRemoveXattr, s.removeXattr)
+	handle(s, metaapi.MethodSetLayout, s.setLayout)
+	handle(s, metaapi.MethodGetLayout, s.getLayout)
+	handle(s, metaapi.MethodFsck, s.fsck)
+	handle(s, metaapi.MethodMknod, s.mknod)
+	handle(s, metaapi.MethodCollect, s.handleCollect)
 	if err := s.serveKeys(cfg); err != nil {
 		s.Close()
 		return nil, err
@@ -147,6 +165,7 @@ func (s *Server) Close() error {
 	s.stop()
 	<-s.done
 	s.bg.Wait()
+	s.metrics.close()
 	return s.rpc.Close()
 }
 

@@ -35,6 +35,7 @@ func (s *Server) startRegistry(ctx context.Context, cfg Config) {
 			if n, err := s.reapOnce(ctx, cfg.Mgmtd); err != nil {
 				s.log.Debug("session reaping skipped", "err", err)
 			} else if n > 0 {
+				s.metrics.sessionsReaped(n)
 				s.log.Info("reaped write sessions of clients that went away", "sessions", n)
 			}
 		}

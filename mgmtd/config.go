@@ -7,6 +7,7 @@ import (
 
 	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config configures one cluster manager.
@@ -40,6 +41,10 @@ type Config struct {
 	// RPC configures the server (token, logger, limits).
 	RPC    rpc.Options
 	Logger *slog.Logger
+	// Registerer, when set, receives the cluster manager's metrics
+	// (flyfs_mgmtd_*, its KV transactions among them; docs/metrics.md),
+	// labelled id=<ID>. The RPC server's metrics go to RPC.Registerer.
+	Registerer prometheus.Registerer
 }
 
 func (c Config) withDefaults() (Config, error) {

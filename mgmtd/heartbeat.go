@@ -25,11 +25,16 @@ func (s *Server) handleHeartbeat(ctx context.Context, req *mgmtdapi.HeartbeatReq
 		s.mu.Unlock()
 		return nil, nil, s.notPrimary()
 	}
+	var gap time.Duration
+	if n := t.nodes[req.Node]; n != nil && n.heard {
+		gap = now.Sub(n.last)
+	}
 	changed, err := t.heartbeat(req, now, s.cfg.HeartbeatTimeout)
 	s.mu.Unlock()
 	if err != nil {
 		return nil, nil, err
 	}
+	s.metrics.heartbeat(gap, s.cfg.HeartbeatTimeout)
 	if changed {
 		s.kickScan()
 	}

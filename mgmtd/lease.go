@@ -3,6 +3,7 @@ package mgmtd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/flyfs/flyfs/core/kv"
@@ -48,6 +49,7 @@ func (s *Server) renewLease() {
 	started := time.Now()
 	var rec leaseRecord
 	var mine bool
+	why := "the lease is ours: the state was not loaded yet" // what a takeover logs as its cause
 	err := s.cfg.KV.Run(ctx, func(tx kv.Txn) error {
 		now := time.Now()
 		cur, found, err := readLease(ctx, tx)
@@ -65,6 +67,14 @@ func (s *Server) renewLease() {
 			rec, mine = cur, true
 			tx.Set(leaseKey, encode(rec))
 		case !found || cur.Expiry <= now.UnixNano():
+			switch {
+			case !found:
+				why = "no primary yet"
+			case cur.Expiry == 0:
+				why = fmt.Sprintf("%s gave the lease up (term %d)", cur.Holder, cur.Term)
+			default:
+				why = fmt.Sprintf("the lease of %s (term %d) expired %v ago", cur.Holder, cur.Term, time.Duration(now.UnixNano()-cur.Expiry).Round(time.Millisecond))
+			}
 			rec = leaseRecord{Holder: s.cfg.ID, Addr: s.cfg.Addr, Instance: s.instance, Term: cur.Term + 1,
 				Start: now.UnixNano(), Expiry: expiry}
 			mine = true
@@ -91,7 +101,7 @@ func (s *Server) renewLease() {
 	s.mu.Unlock()
 	switch {
 	case mine && (t == nil || t.id != rec.Term):
-		s.takeover(ctx, rec)
+		s.takeover(ctx, rec, why)
 	case !mine && t != nil:
 		s.stepDown(t.id, "lease held by "+rec.Holder)
 	}
@@ -99,13 +109,14 @@ func (s *Server) renewLease() {
 
 // takeover loads the cluster state for a new term and starts acting as
 // primary. Holding writeMu keeps any write of an older term out.
-func (s *Server) takeover(ctx context.Context, rec leaseRecord) {
+func (s *Server) takeover(ctx context.Context, rec leaseRecord, why string) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	s.mu.Lock()
 	if s.term != nil { // an older term of ours, lost in between unnoticed
 		s.log.Warn("no longer primary", "term", s.term.id, "why", "the lease was taken again in a newer term")
 		s.term = nil
+		s.metrics.leaseChange("lost")
 	}
 	s.mu.Unlock()
 	st, err := loadState(ctx, s.cfg.KV)
@@ -123,7 +134,8 @@ func (s *Server) takeover(ctx context.Context, rec leaseRecord) {
 	}
 	s.term = t
 	s.mu.Unlock()
-	s.log.Info("became primary", "term", rec.Term, "routing_version", st.info.Version,
+	s.metrics.leaseChange("acquired")
+	s.log.Info("became primary", "why", why, "term", rec.Term, "routing_version", st.info.Version,
 		"chains", len(st.info.Chains), "nodes", len(st.info.Nodes), "bootstrapping", s.cfg.Bootstrapping)
 	s.kickScan()
 }
@@ -134,6 +146,7 @@ func (s *Server) stepDown(id uint64, why string) {
 	defer s.mu.Unlock()
 	if s.term != nil && s.term.id == id {
 		s.term = nil
+		s.metrics.leaseChange("lost")
 		s.log.Warn("no longer primary", "term", id, "why", why)
 	}
 }

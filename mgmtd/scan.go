@@ -60,6 +60,7 @@ func (s *Server) scan(ctx context.Context) error {
 		}
 		for _, id := range t.detectFailures(now, s.cfg.HeartbeatTimeout) {
 			s.log.Warn("node declared failed", "node", id, "silent_for", now.Sub(t.nodes[id].last).Round(time.Millisecond))
+			s.metrics.nodeFailed()
 		}
 		local, full := t.localFunc(now, s.cfg.HeartbeatTimeout), t.fullFunc()
 		ch := &change{why: "chain scan"}
@@ -73,6 +74,7 @@ func (s *Server) scan(ctx context.Context) error {
 		return ch, nil
 	})
 	if err == nil {
+		s.metrics.chainUpdated(len(logs))
 		for _, l := range logs {
 			s.log.Info("chain updated", l...)
 		}

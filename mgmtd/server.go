@@ -11,8 +11,11 @@ import (
 
 	"github.com/flyfs/flyfs/core/api/mgmtdapi"
 	"github.com/flyfs/flyfs/core/clusterid"
+	"github.com/flyfs/flyfs/core/kv/kvmetrics"
+	"github.com/flyfs/flyfs/core/observe"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Server is one cluster manager. Any number run against one KV store; the
@@ -44,6 +47,8 @@ type Server struct {
 	clusterID    string
 	freshCluster bool // this process drew the cluster id
 
+	metrics *metrics // nil without Config.Registerer
+
 	closeOnce sync.Once
 }
 
@@ -54,11 +59,15 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Registerer != nil {
+		cfg.KV = cfg.KV.WithHooks(kvmetrics.Hooks(observe.With(cfg.Registerer, prometheus.Labels{"id": cfg.ID}), "mgmtd"))
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("mgmtd", cfg.ID), instance: rand.Uint64() | 1, kick: make(chan struct{}, 1)}
 	if s.clusterID, s.freshCluster, err = clusterid.Ensure(context.Background(), cfg.KV); err != nil {
 		return nil, err
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.metrics = newMetrics(s, cfg.Registerer)
 	s.rpc = rpc.NewServer(cfg.RPC)
 	rpc.Handle(s.rpc, mgmtdapi.MethodHeartbeat, s.handleHeartbeat)
 	rpc.Handle(s.rpc, mgmtdapi.MethodGetRouting, s.handleGetRouting)
@@ -99,6 +108,7 @@ func (s *Server) stop() {
 	s.mu.Lock()
 	s.term = nil
 	s.mu.Unlock()
+	s.metrics.close()
 }
 
 // ID is the mgmtd's configured id.

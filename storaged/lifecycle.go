@@ -2,6 +2,7 @@ package storaged
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -67,6 +68,7 @@ type lifecycle struct {
 	started time.Time
 	incarn  uint64   // drawn once per process: mgmtd tells a restart from a replay
 	syncing sync.Map // chain -> struct{}: recoveries running
+	fence   fenceLog
 }
 
 func (s *Server) startLifecycle() {
@@ -113,6 +115,9 @@ func (s *Server) run(ctx context.Context) {
 		s.learnTargets(info)
 		s.advanceStates(info)
 		s.heartbeat(ctx, interval)
+		if time.Since(s.life.started) > s.cfg.HeartbeatTimeout/2 {
+			s.noteFencing() // not while starting: a node is fenced until its first heartbeat
+		}
 		s.startRecoveries(ctx)
 		select {
 		case <-ctx.Done():
@@ -217,6 +222,7 @@ func (s *Server) heartbeat(ctx context.Context, timeout time.Duration) {
 	resp, err := s.cfg.Mgmtd.Heartbeat(hctx, req)
 	if err != nil {
 		if ctx.Err() == nil {
+			s.life.fence.heartbeatFailed(err)
 			s.log.Debug("heartbeat failed", "err", err)
 		}
 		return
@@ -228,6 +234,7 @@ func (s *Server) heartbeat(ctx context.Context, timeout time.Duration) {
 	// mgmtd may have moved its chains on while it slept.
 	if resp.RoutingVersion > s.cfg.Routing.Current().Version {
 		if _, err := s.cfg.Routing.Refresh(ctx, s.cfg.Routing.Current().Version); err != nil || s.cfg.Routing.Current().Version < resp.RoutingVersion {
+			s.life.fence.heartbeatFailed(fmt.Errorf("routing refresh after the heartbeat: %v", err))
 			s.log.Debug("routing refresh after heartbeat failed; lease not renewed", "err", err)
 			return
 		}

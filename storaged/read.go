@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/flyfs/flyfs/core/api/storageapi"
 	"github.com/flyfs/flyfs/core/routing"
@@ -28,7 +29,13 @@ func (s *Server) handleBatchRead(ctx context.Context, req *storageapi.BatchReadR
 	resp := &storageapi.BatchReadResp{Results: make([]storageapi.ReadResult, len(req.IOs))}
 	out := rpc.PayloadBuffer(int(total))[:0] // back to the pool once sent (PooledResponse)
 	for i, rio := range req.IOs {
+		start := time.Now()
 		n, commit, err := s.readOne(rio, req.Relaxed, out[len(out):len(out)+int(rio.Length)])
+		if s.metrics != nil {
+			if t := s.target(routing.ChainID(rio.Key.Chain)); t != nil {
+				s.metrics.read(t.id, n, time.Since(start), err)
+			}
+		}
 		if err != nil {
 			code := rpc.CodeOf(wireError(err))
 			resp.Results[i] = storageapi.ReadResult{Code: code, Message: err.Error()}

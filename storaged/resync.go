@@ -86,6 +86,7 @@ func (s *Server) recover(ctx context.Context, t *target, succ routing.Target) er
 	t.state.syncDone, t.state.syncBytes = uint64(plan.Skipped), 0 // the skipped ones are done
 	t.state.mu.Unlock()
 	progress := func(bytes int) {
+		s.metrics.recovered(t.id, bytes)
 		t.state.mu.Lock()
 		t.state.syncDone++
 		t.state.syncBytes += uint64(bytes)

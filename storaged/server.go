@@ -15,6 +15,7 @@ import (
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/storaged/engine"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TargetConfig places one storage target: the chain it belongs to for good,
@@ -67,6 +68,11 @@ type Config struct {
 	ScrubInterval time.Duration
 	// ScrubBytesPerSec throttles the scrub's reads; 0 means 16 MiB/s.
 	ScrubBytesPerSec int64
+
+	// Registerer, when set, receives the storage service's metrics
+	// (flyfs_storaged_*; docs/metrics.md), labelled node=<Node>. The RPC
+	// server's metrics go to RPC.Registerer.
+	Registerer prometheus.Registerer
 }
 
 // Server is a storage service: its targets' chunks on its disks, and CRAQ
@@ -93,6 +99,7 @@ type Server struct {
 	started   uint64 // start time in ns: tells the console the counters started over
 	closed    atomic.Bool
 	closeOnce sync.Once
+	metrics   *metrics // nil without Config.Registerer
 }
 
 type target struct {
@@ -154,6 +161,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.HeartbeatTimeout <= 0 {
 		s.cfg.HeartbeatTimeout = 6 * time.Second
 	}
+	s.metrics = newMetrics(s, cfg.Registerer)
 	s.peers = storageapi.Client{RPC: rpc.NewClient(cfg.RPC)}
 	s.rpc = rpc.NewServer(cfg.RPC)
 	// Borrowing is safe: the engine copies the data, and forwarding ends before
@@ -197,6 +205,7 @@ func (s *Server) Close() error {
 		s.peers.RPC.Close()
 		s.repair.wg.Wait()
 		s.bgWG.Wait()
+		s.metrics.close()
 		err = s.closeEngines()
 	})
 	return err

@@ -47,8 +47,19 @@ func (s *Server) handleWrite(ctx context.Context, req *storageapi.WriteReq, data
 			return cached, nil, err
 		}
 	}
+	start := time.Now()
 	resp, err := s.updateLocked(ctx, t, req, data)
 	err = wireError(err)
+	if s.metrics != nil {
+		origin := originClient
+		switch {
+		case req.Resync:
+			origin = originRecovery
+		case req.Forwarded:
+			origin = originChain
+		}
+		s.metrics.write(t.id, origin, len(data), time.Since(start), err)
+	}
 	if err == nil && !req.Forwarded && !req.Resync {
 		s.io.writeOps.Add(1)
 		s.io.writeBytes.Add(uint64(len(data)))
@@ -213,7 +224,9 @@ func (s *Server) updateHeld(_ context.Context, t *target, req *storageapi.WriteR
 // the successor fails it keeps retrying, re-reading routing, towards whatever
 // target routing names next, until ForwardTimeout (craq.AfterForward decides
 // each step); with no successor (the tail) it returns at once.
-func (s *Server) forward(ctx context.Context, t *target, req *storageapi.WriteReq, data []byte, d craq.Decision) error {
+func (s *Server) forward(ctx context.Context, t *target, req *storageapi.WriteReq, data []byte, d craq.Decision) (err error) {
+	sent := 0 // attempts that reached for the successor
+	defer func() { s.metrics.forwarded(t.id, sent, err) }()
 	deadline := time.Now().Add(s.cfg.ForwardTimeout)
 	backoff := 20 * time.Millisecond
 	sendWhole := false
@@ -242,6 +255,7 @@ func (s *Server) forward(ctx context.Context, t *target, req *storageapi.WriteRe
 			fwd.Checksum, payload = crc32.Checksum(content, castagnoli), content
 		}
 		actx, stop := s.whileSuccessor(ctx, t, succ.ID)
+		sent++
 		resp, err := s.peers.Write(actx, addr, &fwd, payload)
 		stop()
 		outcome := forwardOutcome(&fwd, resp, err)
