@@ -12,6 +12,7 @@ import (
 
 	"github.com/flyfs/flyfs/core/api/mgmtdapi"
 	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config says how to reach a cluster.
@@ -31,6 +32,10 @@ type Config struct {
 	Logger              *slog.Logger
 	// Dialer, when set, makes the connections (tests cut links with it).
 	Dialer func(ctx context.Context, addr string) (net.Conn, error)
+	// Registerer, when set, receives the client's metrics (flyfs_client_*,
+	// and its RPC calls as flyfs_rpc_client_*; docs/metrics.md). Clients of
+	// one process may share it: their figures add up.
+	Registerer prometheus.Registerer
 }
 
 // Dial connects to a cluster: routing from mgmtd (kept current), metad
@@ -47,7 +52,7 @@ func Dial(ctx context.Context, cfg Config) (*FS, error) {
 	if cfg.RetryFor <= 0 {
 		cfg.RetryFor = 30 * time.Second
 	}
-	rc := rpc.NewClient(rpc.Options{Token: cfg.Token, Logger: cfg.Logger, Dial: cfg.Dialer})
+	rc := rpc.NewClient(rpc.Options{Token: cfg.Token, Logger: cfg.Logger, Dial: cfg.Dialer, Registerer: cfg.Registerer})
 	src, err := NewMgmtdSource(ctx, cfg.Mgmtd, rc, time.Second)
 	if err != nil {
 		rc.Close()
@@ -63,6 +68,7 @@ func Dial(ctx context.Context, cfg Config) (*FS, error) {
 	}
 	fs := NewFS(src, rc, metads, NewChunkIO(src, rc, cfg.RetryFor))
 	fs.mgmtd = src.Mgmtd()
+	fs.metrics = newFSMetrics(cfg.Registerer, fs.chunks)
 	fs.setMetad(rotate(metads, fs.clientID))
 	switch {
 	case cfg.InodeTTL < 0:
@@ -85,7 +91,7 @@ func Dial(ctx context.Context, cfg Config) (*FS, error) {
 			fs.followMetad(bg, src.Mgmtd())
 		}
 	}()
-	fs.closers = append(fs.closers, func() { rc.Close() }, src.Close, func() { stop(); <-done; <-done })
+	fs.closers = append(fs.closers, func() { rc.Close() }, src.Close, func() { stop(); <-done; <-done }, fs.metrics.close)
 	return fs, nil
 }
 

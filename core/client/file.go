@@ -86,7 +86,14 @@ func (f *File) forPieces(ctx context.Context, off, n uint64, fn func(context.Con
 }
 
 // WriteAtContext writes p at off.
-func (f *File) WriteAtContext(ctx context.Context, p []byte, off int64) (int, error) {
+func (f *File) WriteAtContext(ctx context.Context, p []byte, off int64) (n int, err error) {
+	if m := f.fs.metrics; m != nil {
+		defer func(start time.Time) { m.done(m.write, "write", start, m.writtenBytes, n, err) }(time.Now())
+	}
+	return f.writeAt(ctx, p, off)
+}
+
+func (f *File) writeAt(ctx context.Context, p []byte, off int64) (int, error) {
 	if f.session == nil {
 		return 0, pathErr("write", f.path, syscall.EBADF)
 	}
@@ -129,7 +136,20 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 
 // ReadAtContext reads into p at off, up to the file's length; holes read as
 // zeros.
-func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
+func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (n int, err error) {
+	if m := f.fs.metrics; m != nil {
+		defer func(start time.Time) {
+			if err == io.EOF {
+				m.done(m.read, "read", start, m.readBytes, n, nil)
+			} else {
+				m.done(m.read, "read", start, m.readBytes, n, err)
+			}
+		}(time.Now())
+	}
+	return f.readAt(ctx, p, off)
+}
+
+func (f *File) readAt(ctx context.Context, p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, pathErr("read", f.path, syscall.EINVAL)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"syscall"
+	"time"
 )
 
 // The file read path: a read is cut into per-chunk pieces; large pieces go
@@ -143,7 +144,22 @@ type ReadReq struct {
 // request is batched with the others that live on the same storage service,
 // so thousands of small reads cost a few RPCs. Holes read as zeros; a range
 // past the end of the file reads short (N). The first error fails the call.
-func (f *File) ReadV(ctx context.Context, reqs []ReadReq) error {
+func (f *File) ReadV(ctx context.Context, reqs []ReadReq) (err error) {
+	if m := f.fs.metrics; m != nil {
+		defer func(start time.Time) {
+			n := 0
+			if err == nil {
+				for i := range reqs {
+					n += reqs[i].N
+				}
+			}
+			m.done(m.readv, "readv", start, m.readBytes, n, err)
+		}(time.Now())
+	}
+	return f.readV(ctx, reqs)
+}
+
+func (f *File) readV(ctx context.Context, reqs []ReadReq) error {
 	size := f.Size()
 	var jobs []readJob
 	for i := range reqs {

@@ -30,6 +30,7 @@ type FS struct {
 	// answers (a restart, a failover); the caller's deadline can cut it short.
 	MetaRetry time.Duration
 	closers   []func()
+	metrics   *fsMetrics // nil unless dialed with Config.Registerer
 }
 
 // DefaultInodeTTL is how long a path lookup is trusted: changes made by other
