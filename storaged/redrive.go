@@ -8,6 +8,7 @@ import (
 	"github.com/flyfs/flyfs/core/api/storageapi"
 	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/core/rpc"
 )
 
 // A chunk stays pending at a replica when the update that made it pending
@@ -20,7 +21,9 @@ import (
 // chunks it holds, whenever it becomes a chain's head.
 
 // redriveLater re-drives one chunk in the background, with backoff, until it
-// is not pending here or this target is no longer the head.
+// is not pending here or this target is no longer the head. It gives up
+// after a minute or so, unless what stops it is a full disk on the chain:
+// that passes when space returns, and the chunk must not stay pending then.
 func (s *Server) redriveLater(t *target, chunk layout.ChunkID) {
 	key := t.key(chunk)
 	if _, busy := s.redriving.LoadOrStore(key, struct{}{}); busy {
@@ -29,10 +32,11 @@ func (s *Server) redriveLater(t *target, chunk layout.ChunkID) {
 	go func() {
 		defer s.redriving.Delete(key)
 		delay := 100 * time.Millisecond
-		for try := 0; try < 30 && !s.isClosed(); try++ {
+		for try := 0; !s.isClosed(); try++ {
 			time.Sleep(delay)
 			delay = min(delay*2, 2*time.Second)
-			if done := s.redrive(t, chunk); done {
+			done, err := s.redrive(t, chunk)
+			if done || try >= 30 && rpc.CodeOf(err) != storageapi.CodeNoSpace {
 				return
 			}
 		}
@@ -40,8 +44,9 @@ func (s *Server) redriveLater(t *target, chunk layout.ChunkID) {
 }
 
 // redrive re-drives chunk if it is pending at this head; it reports whether
-// nothing is left to do (committed, gone, or not the head any more).
-func (s *Server) redrive(t *target, chunk layout.ChunkID) bool {
+// nothing is left to do (committed, gone, or not the head any more), and
+// why not.
+func (s *Server) redrive(t *target, chunk layout.ChunkID) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ForwardTimeout+time.Second)
 	defer cancel()
 	k := t.key(chunk)
@@ -49,28 +54,28 @@ func (s *Server) redrive(t *target, chunk layout.ChunkID) bool {
 	defer unlock()
 	m, err := t.eng.GetMeta(k)
 	if err != nil || !m.Pending() {
-		return true
+		return true, nil
 	}
 	info := s.cfg.Routing.Current()
 	c, ok := info.Chain(t.chain)
 	if !ok {
-		return true
+		return true, nil
 	}
 	if head, ok := c.Head(); !ok || head.ID != t.id {
-		return true
+		return true, nil
 	}
 	content, err := readWhole(t.eng, k)
 	if err != nil {
 		s.noteCorrupt(t, chunk, err)
-		return false
+		return false, err
 	}
 	req := &storageapi.WriteReq{Key: storageapi.Key{Chain: uint32(t.chain), ChainVer: c.Version, Chunk: chunk},
 		Kind: storageapi.KindReplace, ChunkSize: m.ChunkSize, Checksum: crc32.Checksum(content, castagnoli)}
 	if _, err := s.updateHeld(ctx, t, req, content); err != nil {
 		s.log.Debug("re-drive of a pending chunk failed", "chain", t.chain, "chunk", chunk, "err", err)
-		return false
+		return false, wireError(err)
 	}
-	return true
+	return true, nil
 }
 
 // watchHeads re-drives the pending chunks of every chain this node becomes

@@ -25,7 +25,7 @@ func (c *Cluster) nodeStats(i int) (*storageapi.StatsResp, error) {
 	return storageapi.Client{RPC: c.rc}.Stats(ctx, c.StoragedAddr(i))
 }
 
-// (e) fill one storage node's disk (a 160 MiB tmpfs; the chunk engine keeps
+// (e) fill one storage node's disk (a 240 MiB tmpfs; the chunk engine keeps
 // 64 MiB of it in reserve for its metadata store) to ENOSPC under the
 // workload plus a filler writing 4 MiB files. A full disk costs writes, not
 // reads: its targets keep serving while writes through them fail with
@@ -33,7 +33,7 @@ func (c *Cluster) nodeStats(i int) (*storageapi.StatsResp, error) {
 // writes through every chain work again, with no restart.
 func TestFillDiskToENOSPC(t *testing.T) {
 	const full = 3 // storaged4
-	runScenario(t, false, Config{TmpfsStoraged: map[int]string{full: "160m"}}, WorkloadConfig{MaxFile: 1 << 20}, func(s *Scenario) {
+	runScenario(t, false, Config{TmpfsStoraged: map[int]string{full: "240m"}}, WorkloadConfig{MaxFile: 1 << 20}, func(s *Scenario) {
 		ctx := context.Background()
 		fs := s.C.Dial(10 * time.Second)
 		if err := fs.MkdirAll(ctx, "/filler", 0o755); err != nil {
@@ -71,7 +71,7 @@ func TestFillDiskToENOSPC(t *testing.T) {
 			}
 		}
 		if !isFull {
-			t.Errorf("storaged%d's 160 MiB disk never reported itself full (%d filler files written, %d failed)", full+1, filled, failed)
+			t.Errorf("storaged%d's 240 MiB disk never reported itself full (%d filler files written, %d failed)", full+1, filled, failed)
 		}
 		s.Pause(time.Second, 3*time.Second) // the workload runs on against a full disk
 		if in := s.C.Routing(); !NodeIs(in, full, routing.Serving) {
