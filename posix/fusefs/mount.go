@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -117,9 +118,13 @@ func Mount(ctx context.Context, fs *client.FS, mountpoint string, opts Options) 
 		Name:                 "flyfs",
 		DirectMount:          true,
 		EnableSymlinkCaching: true, // a symlink's target never changes
-		ExtraCapabilities:    fuse.CAP_ATOMIC_O_TRUNC,
-		Debug:                opts.Debug,
-		Logger:               log.New(&slogWriter{opts.Log}, "", 0),
+		// Read replies are buffers in memory: splicing them means one more
+		// copy into a pipe (and a 1 MiB reply plus its header does not fit
+		// the default pipe at all, which go-fuse logs for every read).
+		DisableSplice:     true,
+		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
+		Debug:             opts.Debug,
+		Logger:            log.New(goFuseLog(opts), "", 0),
 	}
 	srv, err := fuse.NewServer(fsys, dir, mo)
 	if err != nil {
@@ -214,9 +219,22 @@ func Unmount(dir string, lazy bool) error {
 	return err
 }
 
-type slogWriter struct{ l *slog.Logger }
+// goFuseLog takes go-fuse's own log lines: at debug level, as they can come
+// per request, unless the mount asked for every request to be logged.
+func goFuseLog(opts Options) *slogWriter {
+	level := slog.LevelDebug
+	if opts.Debug {
+		level = slog.LevelInfo
+	}
+	return &slogWriter{l: opts.Log, level: level}
+}
+
+type slogWriter struct {
+	l     *slog.Logger
+	level slog.Level
+}
 
 func (w *slogWriter) Write(p []byte) (int, error) {
-	w.l.Info(string(p))
+	w.l.Log(context.Background(), w.level, strings.TrimSuffix(string(p), "\n"))
 	return len(p), nil
 }
