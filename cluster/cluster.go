@@ -13,8 +13,11 @@ import (
 	"github.com/flyfs/flyfs/core/clusterid"
 	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/kv/pebblekv"
+	"github.com/flyfs/flyfs/core/observe"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Cluster is a running in-process cluster. Its methods are safe for
@@ -39,6 +42,7 @@ type Cluster struct {
 	mu        sync.Mutex
 	frontEnds []func() // stop functions, run newest first at Close
 	closed    bool
+	gatherers []prometheus.Gatherer // front ends' metrics kept outside Config.Metrics
 }
 
 // Start starts the cluster managers, creates the chains when the cluster has
@@ -156,6 +160,44 @@ func (c *Cluster) own(addr, party string) {
 	if c.cfg.Network != nil {
 		c.cfg.Network.Own(addr, party)
 	}
+}
+
+// Registerer is where role's metrics go: Config.Metrics labelled
+// role=<role>, or nil without metrics.
+func (c *Cluster) Registerer(role string) prometheus.Registerer {
+	if c.cfg.Metrics == nil {
+		return nil
+	}
+	return observe.Role(c.cfg.Metrics, role)
+}
+
+// AddGatherer adds metrics a front end keeps outside Config.Metrics (the S3
+// gateway's own registry) to what Gatherer serves.
+func (c *Cluster) AddGatherer(g prometheus.Gatherer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gatherers = append(c.gatherers, g)
+}
+
+// Gatherer gathers every role's metrics: Config.Metrics and what front ends
+// added; nil without Config.Metrics.
+func (c *Cluster) Gatherer() prometheus.Gatherer {
+	if c.cfg.Metrics == nil {
+		return nil
+	}
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		c.mu.Lock()
+		gs := append(prometheus.Gatherers{c.cfg.Metrics}, c.gatherers...)
+		c.mu.Unlock()
+		return gs.Gather()
+	})
+}
+
+// roleRPC is RPCOptions for party with the RPC metrics of role.
+func (c *Cluster) roleRPC(party, role string) rpc.Options {
+	o := c.RPCOptions(party)
+	o.Registerer = c.Registerer(role)
+	return o
 }
 
 // RPCOptions are the RPC options of one party of the cluster: its token,
@@ -282,6 +324,9 @@ func (c *Cluster) WaitMetads(ctx context.Context, n int) error {
 // ones mgmtd lists. The caller closes it.
 func (c *Cluster) Dial(ctx context.Context, party string, metads []string) (*client.FS, error) {
 	cfg := client.Config{Mgmtd: c.MgmtdAddrs(), Token: c.cfg.Token, Logger: c.cfg.Logger, Metad: metads}
+	if party == "client" { // the front ends' shared client
+		cfg.Registerer = c.Registerer("client")
+	}
 	if c.cfg.Network != nil {
 		cfg.Dialer = c.cfg.Network.Dialer(party)
 	}

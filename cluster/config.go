@@ -9,6 +9,7 @@ import (
 
 	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config shapes an in-process cluster. Zero values take the defaults named
@@ -70,6 +71,11 @@ type Config struct {
 	// MaxInflightBytes, FrameTimeout, MinFrameRate, IdleTimeout; zero:
 	// core/rpc's defaults); its other fields are unused.
 	RPCLimits rpc.Options
+
+	// Metrics, when set, receives every role's metrics, each family
+	// labelled role=<mgmtd, metad, storaged, client> (docs/metrics.md);
+	// serve Cluster.Gatherer, which adds what front ends keep elsewhere.
+	Metrics *prometheus.Registry
 
 	// Network, when set, carries every connection the roles dial.
 	Network Network

@@ -46,14 +46,14 @@ func (c *Cluster) StartMetad(i int) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rc := rpc.NewClient(c.RPCOptions(m.Name))
+	rc := rpc.NewClient(c.roleRPC(m.Name, "metad"))
 	src, err := client.NewMgmtdSource(ctx, c.MgmtdAddrs(), rc, c.cfg.HeartbeatTimeout/6)
 	if err != nil {
 		rc.Close()
 		return fmt.Errorf("metad %s: %w", m.Name, err)
 	}
 	srv, err := metad.New(metad.Config{KV: c.metaKV, Namespace: ns.Options{GCGrace: c.cfg.GCGrace}, Routing: src, Storage: rc,
-		RPC: c.RPCOptions(m.Name), Logger: c.cfg.Logger, DefaultChunkSize: c.cfg.ChunkSize, DefaultStripe: c.cfg.Stripe,
+		RPC: c.roleRPC(m.Name, "metad"), Logger: c.cfg.Logger, Registerer: c.Registerer("metad"), DefaultChunkSize: c.cfg.ChunkSize, DefaultStripe: c.cfg.Stripe,
 		GCInterval: c.cfg.GCInterval, Mgmtd: src.Mgmtd(), Addr: m.Addr, ID: m.Name, ReapEvery: c.cfg.ReapEvery,
 		MasterKey: c.cfg.MasterKey})
 	if err != nil {

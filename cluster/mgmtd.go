@@ -38,7 +38,7 @@ func (c *Cluster) StartMgmtd(i int) error {
 		return nil
 	}
 	srv, err := mgmtd.New(mgmtd.Config{ID: m.ID, Addr: m.Addr, KV: c.kv, HeartbeatTimeout: c.cfg.HeartbeatTimeout,
-		ScanInterval: c.cfg.ScanInterval, RPC: c.RPCOptions(m.ID), Logger: c.cfg.Logger})
+		ScanInterval: c.cfg.ScanInterval, RPC: c.roleRPC(m.ID, "mgmtd"), Logger: c.cfg.Logger, Registerer: c.Registerer("mgmtd")})
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func (c *Cluster) StartNode(i int) error {
 	if n.srv != nil {
 		return nil
 	}
-	rc := rpc.NewClient(c.RPCOptions(n.Name))
+	rc := rpc.NewClient(c.roleRPC(n.Name, "storaged"))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	src, err := client.NewMgmtdSource(ctx, c.MgmtdAddrs(), rc, c.cfg.HeartbeatTimeout/6)
@@ -56,8 +56,9 @@ func (c *Cluster) StartNode(i int) error {
 	}
 	id, _ := c.ID()
 	srv, err := storaged.New(storaged.Config{Node: n.ID, Addr: n.Addr, Disks: []string{n.Dir}, Routing: src, ClusterID: id,
-		Mgmtd: src.Mgmtd(), HeartbeatTimeout: c.cfg.HeartbeatTimeout, RPC: c.RPCOptions(n.Name), NoSync: c.cfg.NoSync,
-		ForwardTimeout: c.cfg.ForwardTimeout, ResyncBytesPerSec: c.cfg.ResyncBytesPerSec, Logger: c.cfg.Logger})
+		Mgmtd: src.Mgmtd(), HeartbeatTimeout: c.cfg.HeartbeatTimeout, RPC: c.roleRPC(n.Name, "storaged"), NoSync: c.cfg.NoSync,
+		ForwardTimeout: c.cfg.ForwardTimeout, ResyncBytesPerSec: c.cfg.ResyncBytesPerSec, Logger: c.cfg.Logger,
+		Registerer: c.Registerer("storaged")})
 	if err != nil {
 		src.Close()
 		rc.Close()

@@ -7,6 +7,7 @@ package frontend
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/flyfs/flyfs/console"
 	"github.com/flyfs/flyfs/core/api/mgmtdapi"
 	"github.com/flyfs/flyfs/core/httpserve"
+	"github.com/flyfs/flyfs/core/observe"
 	"github.com/flyfs/flyfs/gateway"
 	"github.com/flyfs/flyfs/posix/fusefs"
 )
@@ -40,6 +42,9 @@ func StartGateway(ctx context.Context, c *cluster.Cluster, at Listen, cfg gatewa
 	gw, err := gateway.New(cfg)
 	if err != nil {
 		return "", err
+	}
+	if c.Config().Metrics != nil && cfg.Registerer == nil {
+		c.AddGatherer(GatewayGatherer(gw))
 	}
 	l, err := net.Listen("tcp", at.Addr)
 	if err != nil {
@@ -116,7 +121,7 @@ func Mount(ctx context.Context, c *cluster.Cluster, dir string, opts fusefs.Opti
 		opts.Capacity = fusefs.MgmtdCapacity(fs.Mgmtd())
 	}
 	if opts.Log == nil {
-		opts.Log = c.Config().Logger
+		opts.Log = MountLogger(c.Config().Logger)
 	}
 	m, err := fusefs.Mount(ctx, fs, dir, opts)
 	if err != nil {
@@ -124,6 +129,12 @@ func Mount(ctx context.Context, c *cluster.Cluster, dir string, opts fusefs.Opti
 	}
 	c.OnClose(func() { m.Unmount() })
 	return m, nil
+}
+
+// MountLogger is log for a FUSE mount: go-fuse's line per spliced read
+// ("trySplice: ...", which the mount passes on at info) goes to debug.
+func MountLogger(log *slog.Logger) *slog.Logger {
+	return slog.New(observe.Demote(log.Handler(), "trySplice"))
 }
 
 // Listen says where and how a front end serves HTTP: its address, TLS when

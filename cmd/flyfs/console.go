@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -23,6 +22,7 @@ type consoleOptions struct {
 	addr       string
 	sessionTTL time.Duration
 	http       httpOptions
+	obs        observeOptions
 }
 
 func consoleCmd() *cobra.Command {
@@ -56,6 +56,7 @@ cookie Secure; otherwise serve it on a loopback address or behind a TLS proxy.`,
 	f.StringVar(&o.addr, "console-addr", "127.0.0.1:9400", "address to serve the console on")
 	f.DurationVar(&o.sessionTTL, "session-ttl", 8*time.Hour, "how long a sign-in lasts")
 	addHTTPFlags(f, &o.http)
+	addObserveFlags(f, &o.obs)
 	return cmd
 }
 
@@ -64,13 +65,21 @@ func runConsole(ctx context.Context, o consoleOptions, cmd *cobra.Command) error
 	if err := httpserve.CheckTLS(o.http.tlsCert, o.http.tlsKey); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	log, err := o.obs.logger(cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
 	token, err := o.tok.resolve("flyfs console", log)
 	if err != nil {
 		return err
 	}
+	obs, err := o.obs.start(log)
+	if err != nil {
+		return err
+	}
+	defer obs.close()
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	fs, err := client.Dial(dctx, client.Config{Mgmtd: o.mgmtds, Token: token, Logger: log})
+	fs, err := client.Dial(dctx, client.Config{Mgmtd: o.mgmtds, Token: token, Logger: log, Registerer: obs.role("console")})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("connect to the cluster at %v: %w", o.mgmtds, err)
@@ -92,7 +101,15 @@ func runConsole(ctx context.Context, o consoleOptions, cmd *cobra.Command) error
 		return err
 	}
 	defer con.Close()
+	url, err := obs.serve(o.obs, nil, log)
+	if err != nil {
+		l.Close()
+		return err
+	}
 	fmt.Fprintf(out, "console on %s://%s/\n", o.http.scheme(), l.Addr())
+	if url != "" {
+		fmt.Fprintf(out, "metrics at %s\n", url)
+	}
 	srv := httpserve.New(con, o.http.limits)
 	go func() {
 		<-ctx.Done()

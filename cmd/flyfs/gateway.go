@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/flyfs/flyfs/cluster/frontend"
 	"github.com/flyfs/flyfs/core/api/mgmtdapi"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/httpserve"
@@ -27,6 +27,7 @@ type gatewayOptions struct {
 	secretKey string
 	region    string
 	domains   []string
+	obs       observeOptions
 }
 
 func gatewayCmd() *cobra.Command {
@@ -43,7 +44,8 @@ and the console see the same keys. The root key comes from --access-key/
 root key is used, drawn once by whichever role starts first and printed by it.
 Manage further keys with 'flyfs admin keys'.
 
-Metrics: GET /_flyfs/metrics on the same address.`,
+Metrics: GET /_flyfs/metrics on the same address (the S3 families), and with
+--metrics-addr every family of the role (S3, its client, Go runtime) at /metrics.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := bindEnv(cmd); err != nil {
@@ -63,11 +65,15 @@ Metrics: GET /_flyfs/metrics on the same address.`,
 	f.StringVar(&o.region, "region", "us-east-1", "region the gateway reports")
 	f.StringSliceVar(&o.domains, "domain", nil, "domains for virtual-host-style addressing (<bucket>.<domain>)")
 	addHTTPFlags(f, &o.http)
+	addObserveFlags(f, &o.obs)
 	return cmd
 }
 
 func runGateway(ctx context.Context, o gatewayOptions, cmd *cobra.Command) error {
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	log, err := o.obs.logger(cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
 	if len(o.mgmtd) == 0 {
 		return errors.New("--mgmtd is required")
 	}
@@ -78,8 +84,13 @@ func runGateway(ctx context.Context, o gatewayOptions, cmd *cobra.Command) error
 	if err := httpserve.CheckTLS(o.http.tlsCert, o.http.tlsKey); err != nil {
 		return err
 	}
+	obs, err := o.obs.start(log)
+	if err != nil {
+		return err
+	}
+	defer obs.close()
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	fs, err := client.Dial(dctx, client.Config{Mgmtd: o.mgmtd, Token: token, Logger: log})
+	fs, err := client.Dial(dctx, client.Config{Mgmtd: o.mgmtd, Token: token, Logger: log, Registerer: obs.role("gateway")})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("reach the cluster at %v: %w", o.mgmtd, err)
@@ -91,9 +102,16 @@ func runGateway(ctx context.Context, o gatewayOptions, cmd *cobra.Command) error
 		return err
 	}
 	defer gw.Close()
+	obs.add(frontend.GatewayGatherer(gw))
 	l, err := net.Listen("tcp", o.s3Addr)
 	if err != nil {
 		return err
+	}
+	if url, err := obs.serve(o.obs, nil, log); err != nil {
+		l.Close()
+		return err
+	} else if url != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "metrics at %s\n", url)
 	}
 	// Registered, so that flyfs admin nodes and the console list it.
 	go fs.Mgmtd().KeepRegistered(ctx, mgmtdapi.KindGateway, l.Addr().String(), l.Addr().String(), log)

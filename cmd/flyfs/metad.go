@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -34,6 +33,7 @@ func metadCmd() *cobra.Command {
 		limits    rpc.Options // server bounds
 		gcGrace   time.Duration
 		mgmtds    []string
+		obsOpts   observeOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "metad",
@@ -47,11 +47,20 @@ one), and any can be restarted; clients retry on another with the same request i
 			if err := bindEnv(cmd); err != nil {
 				return err
 			}
-			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			log, err := obsOpts.logger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			token, err := tok.resolve("flyfs metad", log)
 			if err != nil {
 				return err
 			}
+			obs, err := obsOpts.start(log)
+			if err != nil {
+				return err
+			}
+			defer obs.close()
+			reg := obs.role("metad")
 			if kvc.Engine == "" || kvc.Engine == "pebble" {
 				kvc.Dir = filepath.Join(dataDir, "meta")
 				if err := privateState(dataDir, kvc.Dir); err != nil {
@@ -71,15 +80,15 @@ one), and any can be restarted; clients retry on another with the same request i
 			if err != nil {
 				return err
 			}
-			cfg := metad.Config{KV: db, RPC: withLimits(rpc.Options{Token: token, Logger: log}, limits), Logger: log, Addr: l.Addr().String(), MasterKey: master,
-				Namespace: ns.Options{GCGrace: graceOption(gcGrace)}}
+			cfg := metad.Config{KV: db, RPC: withLimits(rpc.Options{Token: token, Logger: log, Registerer: reg}, limits), Logger: log, Addr: l.Addr().String(), MasterKey: master,
+				Namespace: ns.Options{GCGrace: graceOption(gcGrace)}, Registerer: reg}
 			if advertise != "" {
 				cfg.Addr = advertise // what clients dial: a name or address reachable from them
 			}
 			if len(mgmtds) > 0 {
 				// Routing brings chain tables (new files' layouts) and turns on
 				// the GC worker that deletes removed files' chunks.
-				rc := rpc.NewClient(rpc.Options{Token: token, Logger: log})
+				rc := rpc.NewClient(rpc.Options{Token: token, Logger: log, Registerer: reg})
 				defer rc.Close()
 				ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 				src, err := client.NewMgmtdSource(ctx, mgmtds, rc, time.Second)
@@ -95,7 +104,16 @@ one), and any can be restarted; clients retry on another with the same request i
 				l.Close()
 				return err
 			}
+			metricsURL, err := obs.serve(obsOpts, nil, log)
+			if err != nil {
+				srv.Close()
+				l.Close()
+				return err
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "metad listening on %s (kv %s)\n", l.Addr(), kvc.Engine)
+			if metricsURL != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "metrics at %s\n", metricsURL)
+			}
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 			go func() { <-sig; srv.Close() }()
@@ -115,6 +133,7 @@ one), and any can be restarted; clients retry on another with the same request i
 	f.DurationVar(&gcGrace, "gc-grace", 5*time.Minute, "how long removed files keep their chunks, so readers that have them open keep reading (0: none; flyfs admin gc collects now)")
 	f.StringVar(&masterKey, "master-key-file", "", "file holding the master key that seals access-key secrets, 64 hex digits (env FLYFS_MASTER_KEY_FILE, or the key itself in FLYFS_MASTER_KEY); every metad of a cluster needs the same; default with pebble: <data>/master.key, drawn on the first start")
 	f.StringSliceVar(&mgmtds, "mgmtd", nil, "cluster manager addresses: chain tables for new files, and GC of removed files' chunks")
+	addObserveFlags(f, &obsOpts)
 	return cmd
 }
 

@@ -24,6 +24,7 @@ type mgmtdOptions struct {
 	rpc                            rpc.Options // server bounds
 	heartbeatTimeout, lease        time.Duration
 	kv                             kvopen.Config
+	obs                            observeOptions
 }
 
 func mgmtdCmd() *cobra.Command {
@@ -47,7 +48,11 @@ single-process store, so a pebble mgmtd runs alone.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runMgmtd(ctx, o, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
+			log, err := o.obs.logger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			return runMgmtd(ctx, o, log)
 		},
 	}
 	f := cmd.Flags()
@@ -60,6 +65,7 @@ single-process store, so a pebble mgmtd runs alone.`,
 	f.DurationVar(&o.heartbeatTimeout, "heartbeat-timeout", 6*time.Second, "T: a storage service silent this long is declared failed")
 	f.DurationVar(&o.lease, "lease", 0, "primary lease length (default: heartbeat timeout / 4)")
 	addKVFlags(f, &o.kv)
+	addObserveFlags(f, &o.obs)
 	return cmd
 }
 
@@ -69,6 +75,11 @@ func runMgmtd(ctx context.Context, o mgmtdOptions, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	obs, err := o.obs.start(log)
+	if err != nil {
+		return err
+	}
+	defer obs.close()
 	if o.kv.Engine == "" || o.kv.Engine == "pebble" {
 		o.kv.Dir = o.dataDir
 		if err := privateState(o.kv.Dir); err != nil {
@@ -93,8 +104,15 @@ func runMgmtd(ctx context.Context, o mgmtdOptions, log *slog.Logger) error {
 		o.id = addr
 	}
 	srv, err := mgmtd.New(mgmtd.Config{ID: o.id, Addr: addr, KV: db, HeartbeatTimeout: o.heartbeatTimeout,
-		LeaseLength: o.lease, RPC: withLimits(rpc.Options{Token: token, Logger: log}, o.rpc), Logger: log})
+		LeaseLength: o.lease, RPC: withLimits(rpc.Options{Token: token, Logger: log, Registerer: obs.role("mgmtd")}, o.rpc), Logger: log,
+		Registerer: obs.role("mgmtd")})
 	if err != nil {
+		l.Close()
+		return err
+	}
+	metricsURL, err := obs.serve(o.obs, nil, log)
+	if err != nil {
+		srv.Close()
 		l.Close()
 		return err
 	}
@@ -102,7 +120,7 @@ func runMgmtd(ctx context.Context, o mgmtdOptions, log *slog.Logger) error {
 	go func() { served <- srv.Serve(l) }()
 	cluster, fresh := srv.ClusterID()
 	log.Info("mgmtd up", "id", o.id, "listen", l.Addr().String(), "advertise", addr, "kv", o.kv.Engine,
-		"heartbeat_timeout", o.heartbeatTimeout, "cluster", cluster, "new_cluster", fresh)
+		"heartbeat_timeout", o.heartbeatTimeout, "cluster", cluster, "new_cluster", fresh, "metrics", metricsURL)
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")

@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/flyfs/flyfs/cluster/frontend"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/posix/fusefs"
 	"github.com/spf13/cobra"
@@ -24,6 +25,7 @@ type mountOptions struct {
 	allowOther   bool
 	readAheadKB  int
 	debug        bool
+	obs          observeOptions
 }
 
 func mountCmd() *cobra.Command {
@@ -51,7 +53,7 @@ asynchronous API (posix/native).`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runMount(ctx, o, args[0], cmd.OutOrStdout())
+			return runMount(ctx, o, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -63,11 +65,15 @@ asynchronous API (posix/native).`,
 	f.BoolVar(&o.allowOther, "allow-other", os.Getuid() == 0, "let every user use the mount (permissions still apply); default on as root")
 	f.IntVar(&o.readAheadKB, "read-ahead-kb", 4096, "kernel read-ahead of the mount in KiB (-1: kernel default)")
 	f.BoolVar(&o.debug, "debug", false, "log every FUSE request")
+	addObserveFlags(f, &o.obs)
 	return cmd
 }
 
-func runMount(ctx context.Context, o mountOptions, dir string, out interface{ Write([]byte) (int, error) }) error {
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+func runMount(ctx context.Context, o mountOptions, dir string, out, logOut io.Writer) error {
+	log, err := o.obs.logger(logOut)
+	if err != nil {
+		return err
+	}
 	var addrs []string
 	for _, a := range strings.Split(o.mgmtd, ",") {
 		if a = strings.TrimSpace(a); a != "" {
@@ -81,8 +87,13 @@ func runMount(ctx context.Context, o mountOptions, dir string, out interface{ Wr
 	if err != nil {
 		return err
 	}
+	obs, err := o.obs.start(log)
+	if err != nil {
+		return err
+	}
+	defer obs.close()
 	dctx, cancel := context.WithTimeout(ctx, o.opTimeout)
-	fs, err := client.Dial(dctx, client.Config{Mgmtd: addrs, Token: token, Logger: log})
+	fs, err := client.Dial(dctx, client.Config{Mgmtd: addrs, Token: token, Logger: log, Registerer: obs.role("mount")})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", o.mgmtd, err)
@@ -90,13 +101,21 @@ func runMount(ctx context.Context, o mountOptions, dir string, out interface{ Wr
 	defer fs.Close()
 	m, err := fusefs.Mount(ctx, fs, dir, fusefs.Options{
 		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, OpTimeout: o.opTimeout,
-		AllowOther: o.allowOther, ReadAheadKB: o.readAheadKB, Debug: o.debug, Log: log,
+		AllowOther: o.allowOther, ReadAheadKB: o.readAheadKB, Debug: o.debug, Log: frontend.MountLogger(log),
 		Capacity: fusefs.MgmtdCapacity(fs.Mgmtd()),
 	})
 	if err != nil {
 		return err
 	}
+	url, err := obs.serve(o.obs, nil, log)
+	if err != nil {
+		m.Unmount()
+		return err
+	}
 	fmt.Fprintf(out, "flyfs mounted at %s; serving in the foreground until unmounted (flyfs umount %s, or Ctrl-C)\n", m.Dir(), m.Dir())
+	if url != "" {
+		fmt.Fprintf(out, "metrics at %s\n", url)
+	}
 	select {
 	case <-ctx.Done():
 		log.Info("unmounting", "dir", m.Dir())

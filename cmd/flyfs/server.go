@@ -43,6 +43,8 @@ type serverOptions struct {
 	http                 httpOptions // TLS and bounds of the S3 and console servers
 	rpc                  rpc.Options // bounds of every role's RPC server
 	gcGrace              time.Duration
+	obs                  observeOptions
+	logOut               io.Writer // the log (nil: stderr)
 }
 
 func serverCmd() *cobra.Command {
@@ -64,6 +66,7 @@ its own subcommand and talks to the others over loopback. Restarting on the same
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			o.logOut = cmd.ErrOrStderr()
 			return runServer(ctx, o, cmd.OutOrStdout())
 		},
 	}
@@ -86,11 +89,19 @@ its own subcommand and talks to the others over loopback. Restarting on the same
 	addHTTPFlags(f, &o.http)
 	addRPCFlags(f, &o.rpc)
 	f.DurationVar(&o.gcGrace, "gc-grace", 5*time.Minute, "how long removed files keep their chunks, so readers that have them open keep reading (0: none; flyfs admin gc collects now)")
+	addObserveFlags(f, &o.obs)
+	f.Lookup("metrics-addr").Usage = "serve every role's Prometheus metrics, labelled role=<mgmtd, metad, storaged, client, gateway>, at http://ADDR/metrics (empty: no metrics)"
 	return cmd
 }
 
 func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if o.logOut == nil {
+		o.logOut = os.Stderr
+	}
+	log, err := o.obs.logger(o.logOut)
+	if err != nil {
+		return err
+	}
 	if o.replicas < 1 || o.replicas > o.disks {
 		return fmt.Errorf("--replicas %d: want 1..--disks (%d)", o.replicas, o.disks)
 	}
@@ -107,6 +118,11 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	obs, err := o.obs.start(log)
+	if err != nil {
+		return err
+	}
+	defer obs.close()
 	db, err := kvopen.Open(ctx, o.kvc)
 	if err != nil {
 		return err
@@ -114,7 +130,8 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 	defer db.Close()
 	c, err := cluster.Start(ctx, cluster.Config{Dir: o.dataDir, KV: db, NoSync: o.noSync, Token: token, InsecureNoToken: token == "",
 		MgmtdAddrs: []string{o.mgmtdAddr}, Nodes: o.disks, Chains: o.chains, Replicas: o.replicas,
-		Metads: 1, MetadAddrs: []string{o.metadAddr}, RPCLimits: o.rpc, GCGrace: graceOption(o.gcGrace), Logger: log})
+		Metads: 1, MetadAddrs: []string{o.metadAddr}, RPCLimits: o.rpc, GCGrace: graceOption(o.gcGrace), Logger: log,
+		Metrics: obs.reg})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting: a clean exit
@@ -122,6 +139,10 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 		return err
 	}
 	defer c.Close()
+	metricsURL, err := obs.serve(o.obs, c.Gatherer(), log)
+	if err != nil {
+		return err
+	}
 	id, fresh := c.ID()
 	fmt.Fprintf(out, "flyfs server up: cluster %s (new: %v), data %s, kv %s\n", id, fresh, o.dataDir, o.kvc.Engine)
 	fmt.Fprintf(out, "  token     %s\n", tokenNote)
@@ -130,6 +151,9 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 	for i := 0; i < c.Nodes(); i++ {
 		n := c.Node(i)
 		fmt.Fprintf(out, "  storaged  %s (node %d, %s)\n", n.Addr, n.ID, n.Dir)
+	}
+	if metricsURL != "" {
+		fmt.Fprintf(out, "  metrics   %s (every role, labelled role=...)\n", metricsURL)
 	}
 	fs, err := c.FS(ctx)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -34,6 +33,7 @@ func storagedCmd() *cobra.Command {
 		advertise   string
 		hbTimeout   time.Duration
 		resyncRate  int64
+		obsOpts     observeOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "storaged",
@@ -51,11 +51,20 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 			if err := bindEnv(cmd); err != nil {
 				return err
 			}
-			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			log, err := obsOpts.logger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			token, err := tok.resolve("flyfs storaged", log)
 			if err != nil {
 				return err
 			}
+			obs, err := obsOpts.start(log)
+			if err != nil {
+				return err
+			}
+			defer obs.close()
+			reg := obs.role("storaged")
 			if len(disks) == 0 {
 				return errors.New("storaged needs at least one --data directory")
 			}
@@ -77,10 +86,10 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 				advertise = l.Addr().String()
 			}
 			cfg := storaged.Config{Node: routing.NodeID(node), Addr: advertise, Disks: disks, Targets: tcs,
-				RPC: withLimits(rpc.Options{Token: token, Logger: log}, limits), NoSync: noSync, Logger: log,
-				HeartbeatTimeout: hbTimeout, ResyncBytesPerSec: resyncRate}
+				RPC: withLimits(rpc.Options{Token: token, Logger: log, Registerer: reg}, limits), NoSync: noSync, Logger: log,
+				HeartbeatTimeout: hbTimeout, ResyncBytesPerSec: resyncRate, Registerer: reg}
 			if len(mgmtdAddrs) > 0 {
-				rc := rpc.NewClient(rpc.Options{Token: token, Logger: log})
+				rc := rpc.NewClient(rpc.Options{Token: token, Logger: log, Registerer: reg})
 				defer rc.Close()
 				ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 				src, err := client.NewMgmtdSource(ctx, mgmtdAddrs, rc, time.Second)
@@ -111,10 +120,15 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 				return err
 			}
 			defer srv.Close()
+			metricsURL, err := obs.serve(obsOpts, nil, log)
+			if err != nil {
+				l.Close()
+				return err
+			}
 			if len(mgmtdAddrs) > 0 {
-				log.Info("storaged up; its targets come from mgmtd's chains", "node", node, "listen", l.Addr().String(), "disks", disks, "cluster", cfg.ClusterID)
+				log.Info("storaged up; its targets come from mgmtd's chains", "node", node, "listen", l.Addr().String(), "disks", disks, "cluster", cfg.ClusterID, "metrics", metricsURL)
 			} else {
-				log.Info("storaged up", "node", node, "listen", l.Addr().String(), "disks", disks, "targets", len(tcs))
+				log.Info("storaged up", "node", node, "listen", l.Addr().String(), "disks", disks, "targets", len(tcs), "metrics", metricsURL)
 			}
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -138,6 +152,7 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 	f.StringVar(&advertise, "advertise", "", "address others reach this node at (default: the listen address)")
 	f.DurationVar(&hbTimeout, "heartbeat-timeout", 6*time.Second, "T: mgmtd's failure timeout; the node stops serving after T/2 without mgmtd")
 	f.Int64Var(&resyncRate, "resync-rate", 256<<20, "recovery throttle in bytes per second")
+	addObserveFlags(f, &obsOpts)
 	return cmd
 }
 
