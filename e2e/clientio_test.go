@@ -9,12 +9,14 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/flyfs/flyfs/core/api/metaapi"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/e2e/harness"
 )
@@ -331,5 +333,36 @@ func TestWindowIsSharedByWriters(t *testing.T) {
 	}
 	if st.Waits == 0 || st.Grows == 0 {
 		t.Fatalf("the window neither made anyone wait nor grew: %+v", st)
+	}
+}
+
+// A file opened by inode (as the gateway and the console open theirs) has
+// no path: closing it must not cache it under one (it was cached as "/",
+// so the shared client of flyfs server took the root for a file for a
+// second after every S3 PUT).
+func TestCloseOfAFileOpenedByInodeCachesNoPath(t *testing.T) {
+	c := harness.StartFS(t, harness.FSConfig{})
+	fs := c.FS()
+	ctx := context.Background()
+	root, err := fs.Stat(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, session, _, err := fs.Meta().Create(ctx, root.ID, "by-inode", 0o644, os.O_CREATE|os.O_WRONLY, client.Creds{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fs.OpenInode(ctx, in, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := fs.Stat(ctx, "/"); err != nil || got.Type != metaapi.TypeDir {
+		t.Fatalf("the root after closing a file opened by inode: %+v, %v", got, err)
 	}
 }

@@ -274,7 +274,9 @@ func (f *File) CloseContext(ctx context.Context) error {
 	f.mu.Lock()
 	f.inode, f.session, f.wrote = r.Inode, nil, false
 	f.mu.Unlock()
-	f.fs.cache.put(path.Clean("/"+f.path), r.Inode) // with its settled length
+	if f.path != "" { // a file opened by inode (OpenInode) has no path to cache
+		f.fs.cache.put(path.Clean("/"+f.path), r.Inode) // with its settled length
+	}
 	return nil
 }
 
