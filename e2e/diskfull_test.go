@@ -5,15 +5,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
 	"github.com/flyfs/flyfs/cluster"
+	"github.com/flyfs/flyfs/cluster/frontend"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/gateway"
 )
 
 // A full disk costs writes, not reads, and heals by itself: on a storage
@@ -45,6 +53,16 @@ func TestDiskFullCostsWritesNotReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("AWS_CA_BUNDLE", "")
+	s3addr, err := frontend.StartGateway(ctx, c, frontend.Listen{Addr: "127.0.0.1:0"}, gateway.Config{RootAccessKey: "FULLROOT", RootSecretKey: "full-root-secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3c := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String("http://" + s3addr), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider("FULLROOT", "full-root-secret", "")})
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("full")}); err != nil {
+		t.Fatal(err)
+	}
 	write := func(name string, data []byte) error {
 		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
 		defer wcancel()
@@ -59,7 +77,7 @@ func TestDiskFullCostsWritesNotReads(t *testing.T) {
 	var written []string
 	var full error
 	for i := 0; i < 40; i++ {
-		name := fmt.Sprintf("/f%02d", i)
+		name := fmt.Sprintf("/full/f%02d", i)
 		if err := write(name, data(i)); err != nil {
 			full = err
 			break
@@ -75,9 +93,24 @@ func TestDiskFullCostsWritesNotReads(t *testing.T) {
 	if len(written) == 0 {
 		t.Fatal("nothing fit")
 	}
-	// Writes keep failing cleanly, and everything written before reads back.
+	// Writes keep failing cleanly, and everything written before reads back,
+	// through S3 too: a PUT is 507 InsufficientStorage naming the cause.
 	if err := write("/more", data(99)); !errors.Is(err, client.ErrNoSpace) {
 		t.Fatalf("a write on the full disk: %v", err)
+	}
+	_, err = s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("full"), Key: aws.String("more"), Body: bytes.NewReader(data(98))})
+	var ae smithy.APIError
+	if !errors.As(err, &ae) || ae.ErrorCode() != "InsufficientStorage" || !strings.Contains(ae.ErrorMessage(), "full") {
+		t.Fatalf("an S3 PUT on the full disk: %v", err)
+	}
+	if out, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("full"), Key: aws.String("f00")}); err != nil {
+		t.Fatalf("an S3 GET on the full disk: %v", err)
+	} else {
+		got, _ := io.ReadAll(out.Body)
+		out.Body.Close()
+		if !bytes.Equal(got, data(0)) {
+			t.Fatalf("an S3 GET on the full disk read %d bytes, wrong", len(got))
+		}
 	}
 	for i, name := range written {
 		f, err := fs.Open(ctx, name)
@@ -114,7 +147,16 @@ func TestDiskFullCostsWritesNotReads(t *testing.T) {
 	if _, err := fs.Meta().Collect(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := write("/after", data(5)); err != nil {
-		t.Fatalf("a write after space returned: %v", err)
+	// Within a few heartbeats routing says the disk has room again.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := write("/after", data(5))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, client.ErrNoSpace) || time.Now().After(deadline) {
+			t.Fatalf("a write after space returned: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/flyfs/flyfs/core/api/metaapi"
+	"github.com/flyfs/flyfs/core/client"
 )
 
 // APIError is an S3 error: a code clients switch on, the HTTP status that
@@ -77,6 +77,7 @@ var s3Errors = map[string]struct {
 	"ServiceUnavailable":                {http.StatusServiceUnavailable, "Please reduce your request rate."},
 	"SignatureDoesNotMatch":             {http.StatusForbidden, "The request signature we calculated does not match the signature you provided. Check your key and signing method."},
 	"SlowDown":                          {http.StatusServiceUnavailable, "Please reduce your request rate."},
+	"InsufficientStorage":               {http.StatusInsufficientStorage, "The storage is full."},
 	"TooManyParts":                      {http.StatusBadRequest, "An upload may have at most 10000 parts."},
 	"XAmzContentSHA256Mismatch":         {http.StatusBadRequest, "The provided 'x-amz-content-sha256' header does not match what was computed."},
 	"InvalidChunkSizeError":             {http.StatusBadRequest, "Only the last chunk is allowed to have a size less than 8192 bytes"},
@@ -177,7 +178,7 @@ var errnoTable = map[errnoScope]map[syscall.Errno]errnoAnswer{
 		syscall.EACCES:       {"AccessDenied", ""},
 		syscall.EPERM:        {"AccessDenied", ""},
 		syscall.EFBIG:        {"EntityTooLarge", ""},
-		syscall.ENOSPC:       {"ServiceUnavailable", "The file system is out of space."},
+		syscall.ENOSPC:       {"InsufficientStorage", "A storage disk of the bucket's chains is full: writes fail until space returns (files removed and collected, or the disk grown); reads go on."},
 		syscall.EDQUOT:       {"ServiceUnavailable", "The file system is out of space."},
 	},
 	keyRead: {
@@ -264,7 +265,7 @@ func errnoOf(err error) syscall.Errno {
 	if errors.As(err, &e) && e != 0 {
 		return e
 	}
-	if e := metaapi.Errno(err); e != 0 {
+	if e := client.Errno(err); e != 0 { // the namespace's errnos, and ENOSPC of a full disk
 		return e
 	}
 	return errNoErrno

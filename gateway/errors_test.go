@@ -34,7 +34,7 @@ func TestErrnoAnswers(t *testing.T) {
 		{anyCall, syscall.EACCES, "AccessDenied", http.StatusForbidden, ""},
 		{anyCall, syscall.EPERM, "AccessDenied", http.StatusForbidden, ""},
 		{anyCall, syscall.EFBIG, "EntityTooLarge", http.StatusBadRequest, ""},
-		{anyCall, syscall.ENOSPC, "ServiceUnavailable", http.StatusServiceUnavailable, "The file system is out of space."},
+		{anyCall, syscall.ENOSPC, "InsufficientStorage", http.StatusInsufficientStorage, "A storage disk of the bucket's chains is full: writes fail until space returns (files removed and collected, or the disk grown); reads go on."},
 		{anyCall, syscall.EDQUOT, "ServiceUnavailable", http.StatusServiceUnavailable, "The file system is out of space."},
 		{anyCall, syscall.EIO, "InternalError", http.StatusInternalServerError, ""},
 		{anyCall, syscall.ELOOP, "InternalError", http.StatusInternalServerError, ""},
