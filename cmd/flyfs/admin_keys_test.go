@@ -67,10 +67,18 @@ func TestAdminKeys(t *testing.T) {
 // among them.
 func TestAdminNodesListsEveryRole(t *testing.T) {
 	c := harness.StartFS(t, harness.FSConfig{Metads: 2})
-	c.FS() // a client registers as alive
-	out, err := run(t, "admin", "nodes", "--mgmtd", strings.Join(c.MgmtdAddrs(), ","), "--token", c.Token)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
+	c.FS() // a client registers as alive, in the background: wait for it
+	var out string
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var err error
+		out, err = run(t, "admin", "nodes", "--mgmtd", strings.Join(c.MgmtdAddrs(), ","), "--token", c.Token)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if strings.Contains(out, "client") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	for _, want := range []string{"STORAGE NODES", "CLUSTER MANAGERS", "SERVICES", "metad", "md1", "md2", "client"} {
 		if !strings.Contains(out, want) {
