@@ -33,7 +33,6 @@ func closedWithin(c net.Conn, d time.Duration) bool {
 	return !(timeout && ne.Timeout())
 }
 
-
 // Connections that stop sending a body, or never finish their headers, are
 // closed after the stall timeout while the server keeps answering others.
 func TestStalledConnectionsAreClosed(t *testing.T) {
