@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/flyfs/flyfs/cluster/frontend"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/posix/fusefs"
 	"github.com/spf13/cobra"
@@ -101,8 +100,8 @@ func runMount(ctx context.Context, o mountOptions, dir string, out, logOut io.Wr
 	defer fs.Close()
 	m, err := fusefs.Mount(ctx, fs, dir, fusefs.Options{
 		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, OpTimeout: o.opTimeout,
-		AllowOther: o.allowOther, ReadAheadKB: o.readAheadKB, Debug: o.debug, Log: frontend.MountLogger(log),
-		Capacity: fusefs.MgmtdCapacity(fs.Mgmtd()),
+		AllowOther: o.allowOther, ReadAheadKB: o.readAheadKB, Debug: o.debug, Log: log,
+		Capacity: fusefs.MgmtdCapacity(fs.Mgmtd()), Registerer: obs.role("mount"),
 	})
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flyfs/flyfs/core/client"
 )
@@ -46,8 +47,13 @@ type Options struct {
 	Capacity func(ctx context.Context) (used, free uint64, err error)
 	// Debug logs every FUSE request.
 	Debug bool
-	// Log receives the mount's own messages (default: discarded).
+	// Log receives the mount's own messages (default: discarded); go-fuse's
+	// own lines come at debug (every request at info with Debug).
 	Log *slog.Logger
+	// Registerer receives the mount's metrics (flyfs_mount_*: every FUSE
+	// operation's latency and errors by errno, bytes read and written);
+	// nil: none. Mounts of one process sharing a registerer add up.
+	Registerer prometheus.Registerer
 }
 
 func (o *Options) defaults() {
@@ -104,6 +110,10 @@ func Mount(ctx context.Context, fs *client.FS, mountpoint string, opts Options) 
 		return nil, fmt.Errorf("fusefs: mount point %s is not a directory", dir)
 	}
 	fsys := newFileSystem(fs, opts)
+	var raw fuse.RawFileSystem = fsys
+	if m := newMetrics(opts.Registerer); m != nil {
+		raw = &metered{fileSystem: fsys, m: m}
+	}
 	mo := &fuse.MountOptions{
 		AllowOther: opts.AllowOther,
 		// The kernel checks permissions from our attributes: EACCES for a
@@ -126,7 +136,7 @@ func Mount(ctx context.Context, fs *client.FS, mountpoint string, opts Options) 
 		Debug:             opts.Debug,
 		Logger:            log.New(goFuseLog(opts), "", 0),
 	}
-	srv, err := fuse.NewServer(fsys, dir, mo)
+	srv, err := fuse.NewServer(raw, dir, mo)
 	if err != nil {
 		fsys.native.Close()
 		return nil, fmt.Errorf("fusefs: mount %s: %w", dir, err)
