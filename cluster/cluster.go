@@ -17,7 +17,6 @@ import (
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 )
 
 // Cluster is a running in-process cluster. Its methods are safe for
@@ -42,7 +41,6 @@ type Cluster struct {
 	mu        sync.Mutex
 	frontEnds []func() // stop functions, run newest first at Close
 	closed    bool
-	gatherers []prometheus.Gatherer // front ends' metrics kept outside Config.Metrics
 }
 
 // Start starts the cluster managers, creates the chains when the cluster has
@@ -171,26 +169,13 @@ func (c *Cluster) Registerer(role string) prometheus.Registerer {
 	return observe.Role(c.cfg.Metrics, role)
 }
 
-// AddGatherer adds metrics a front end keeps outside Config.Metrics (the S3
-// gateway's own registry) to what Gatherer serves.
-func (c *Cluster) AddGatherer(g prometheus.Gatherer) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.gatherers = append(c.gatherers, g)
-}
-
-// Gatherer gathers every role's metrics: Config.Metrics and what front ends
-// added; nil without Config.Metrics.
+// Gatherer gathers every role's metrics (Config.Metrics, where the front
+// ends register too); nil without Config.Metrics.
 func (c *Cluster) Gatherer() prometheus.Gatherer {
 	if c.cfg.Metrics == nil {
 		return nil
 	}
-	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-		c.mu.Lock()
-		gs := append(prometheus.Gatherers{c.cfg.Metrics}, c.gatherers...)
-		c.mu.Unlock()
-		return gs.Gather()
-	})
+	return c.cfg.Metrics
 }
 
 // roleRPC is RPCOptions for party with the RPC metrics of role.

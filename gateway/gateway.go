@@ -38,10 +38,13 @@ type Config struct {
 	// Domains enable virtual-host-style addressing: a request to
 	// <bucket>.<domain> addresses <bucket>. Path style always works.
 	Domains []string
-	// Registerer receives the gateway's metrics (nil: a private registry,
-	// served at /_flyfs/metrics).
+	// Registerer receives the gateway's metrics (flyfs_s3_*) besides the
+	// gateway's own registry; nil: only the latter.
 	Registerer prometheus.Registerer
-	Logger     *slog.Logger
+	// Gatherer is what GET /_flyfs/metrics serves; nil: the gateway's own
+	// families (flyfs_s3_*, without the labels Registerer adds).
+	Gatherer prometheus.Gatherer
+	Logger   *slog.Logger
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
 }
@@ -149,7 +152,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: uploads directory: %w", err)
 	}
 	g.uploadsIno = in.ID
-	g.metrics = newMetrics(cfg.Registerer)
+	g.metrics = newMetrics(cfg.Registerer, cfg.Gatherer)
 	g.router = g.routes()
 	g.wg.Add(1)
 	go g.sweepStaging()

@@ -7,11 +7,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/flyfs/flyfs/core/observe"
 )
 
-// metrics are the gateway's Prometheus series, per S3 operation.
+// metrics are the gateway's Prometheus series, per S3 operation. They are
+// registered on the gateway's own registry, which /_flyfs/metrics serves
+// (unless Config.Gatherer says otherwise), and on Config.Registerer when
+// given: never on the global default registry.
 type metrics struct {
-	reg      *prometheus.Registry // nil when registered elsewhere
+	own      *prometheus.Registry // the gateway's families alone
+	served   prometheus.Gatherer  // what /_flyfs/metrics serves
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	bytesIn  *prometheus.CounterVec
@@ -20,11 +26,11 @@ type metrics struct {
 	completions *prometheus.CounterVec
 }
 
-func newMetrics(r prometheus.Registerer) *metrics {
+func newMetrics(r prometheus.Registerer, g prometheus.Gatherer) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "flyfs", Subsystem: "s3", Name: "requests_total",
 			Help: "S3 requests by operation and HTTP status."}, []string{"op", "status"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "flyfs", Subsystem: "s3", Name: "request_seconds",
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "flyfs", Subsystem: "s3", Name: "request_duration_seconds",
 			Help: "S3 request latency by operation.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18)}, []string{"op"}),
 		bytesIn: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "flyfs", Subsystem: "s3", Name: "received_bytes_total",
 			Help: "Request body bytes by operation."}, []string{"op"}),
@@ -33,15 +39,21 @@ func newMetrics(r prometheus.Registerer) *metrics {
 		completions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "flyfs", Subsystem: "s3", Name: "multipart_completions_total",
 			Help: "Completed multipart uploads, by whether completion moved no data (zero_copy=true) or assembled the parts."}, []string{"zero_copy"}),
 	}
-	if r == nil {
-		m.reg = prometheus.NewRegistry()
-		r = m.reg
+	if r != nil {
+		// A second gateway on one registerer shares the first one's
+		// collectors: the figures of both add up.
+		m.requests = observe.Register(r, m.requests)
+		m.latency = observe.Register(r, m.latency)
+		m.bytesIn = observe.Register(r, m.bytesIn)
+		m.bytesOut = observe.Register(r, m.bytesOut)
+		m.completions = observe.Register(r, m.completions)
 	}
-	m.requests = register(r, m.requests)
-	m.latency = register(r, m.latency)
-	m.bytesIn = register(r, m.bytesIn)
-	m.bytesOut = register(r, m.bytesOut)
-	m.completions = register(r, m.completions)
+	m.own = prometheus.NewRegistry()
+	m.own.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut, m.completions)
+	m.served = g
+	if m.served == nil {
+		m.served = m.own
+	}
 	return m
 }
 
@@ -60,21 +72,5 @@ func (m *metrics) observe(op string, status int, d time.Duration, in, out int64)
 }
 
 func (m *metrics) handler() http.Handler {
-	if m.reg != nil {
-		return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
-	}
-	return promhttp.Handler()
-}
-
-// register adds c to r; when an equal collector is there already (a second
-// gateway on one registry) the existing one is shared.
-func register[T prometheus.Collector](r prometheus.Registerer, c T) T {
-	if err := r.Register(c); err != nil {
-		if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
-			if ex, ok := are.ExistingCollector.(T); ok {
-				return ex
-			}
-		}
-	}
-	return c
+	return promhttp.HandlerFor(m.served, promhttp.HandlerOpts{})
 }

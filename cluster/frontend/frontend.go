@@ -7,7 +7,6 @@ package frontend
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -16,14 +15,13 @@ import (
 	"github.com/flyfs/flyfs/console"
 	"github.com/flyfs/flyfs/core/api/mgmtdapi"
 	"github.com/flyfs/flyfs/core/httpserve"
-	"github.com/flyfs/flyfs/core/observe"
 	"github.com/flyfs/flyfs/gateway"
 	"github.com/flyfs/flyfs/posix/fusefs"
 )
 
 // StartGateway serves the S3 gateway at at over the front ends' shared
-// client and registers it with mgmtd; cfg.FS and cfg.Logger default to the
-// cluster's. It returns the address it listens on. The gateway stops at
+// client and registers it with mgmtd; cfg.FS, cfg.Logger and cfg.Registerer
+// (role="gateway") default to the cluster's. It returns the address it listens on. The gateway stops at
 // Close.
 func StartGateway(ctx context.Context, c *cluster.Cluster, at Listen, cfg gateway.Config) (string, error) {
 	if cfg.FS == nil {
@@ -36,15 +34,15 @@ func StartGateway(ctx context.Context, c *cluster.Cluster, at Listen, cfg gatewa
 	if cfg.Logger == nil {
 		cfg.Logger = c.Config().Logger
 	}
+	if cfg.Registerer == nil {
+		cfg.Registerer = c.Registerer("gateway")
+	}
 	if err := httpserve.CheckTLS(at.TLSCert, at.TLSKey); err != nil {
 		return "", fmt.Errorf("s3 gateway: %w", err)
 	}
 	gw, err := gateway.New(cfg)
 	if err != nil {
 		return "", err
-	}
-	if c.Config().Metrics != nil && cfg.Registerer == nil {
-		c.AddGatherer(GatewayGatherer(gw))
 	}
 	l, err := net.Listen("tcp", at.Addr)
 	if err != nil {
@@ -110,8 +108,9 @@ func StartConsole(ctx context.Context, c *cluster.Cluster, at Listen, cfg consol
 }
 
 // Mount mounts the namespace at dir with FUSE over the front ends' shared
-// client; opts.Capacity and opts.Log default to the cluster's. It is
-// unmounted (flushing what is in flight) at Close, before any service stops.
+// client; opts.Capacity, opts.Log and opts.Registerer (role="mount") default
+// to the cluster's. It is unmounted (flushing what is in flight) at Close,
+// before any service stops.
 func Mount(ctx context.Context, c *cluster.Cluster, dir string, opts fusefs.Options) (*fusefs.Mounted, error) {
 	fs, err := c.FS(ctx)
 	if err != nil {
@@ -121,7 +120,10 @@ func Mount(ctx context.Context, c *cluster.Cluster, dir string, opts fusefs.Opti
 		opts.Capacity = fusefs.MgmtdCapacity(fs.Mgmtd())
 	}
 	if opts.Log == nil {
-		opts.Log = MountLogger(c.Config().Logger)
+		opts.Log = c.Config().Logger
+	}
+	if opts.Registerer == nil {
+		opts.Registerer = c.Registerer("mount")
 	}
 	m, err := fusefs.Mount(ctx, fs, dir, opts)
 	if err != nil {
@@ -129,12 +131,6 @@ func Mount(ctx context.Context, c *cluster.Cluster, dir string, opts fusefs.Opti
 	}
 	c.OnClose(func() { m.Unmount() })
 	return m, nil
-}
-
-// MountLogger is log for a FUSE mount: go-fuse's line per spliced read
-// ("trySplice: ...", which the mount passes on at info) goes to debug.
-func MountLogger(log *slog.Logger) *slog.Logger {
-	return slog.New(observe.Demote(log.Handler(), "trySplice"))
 }
 
 // Listen says where and how a front end serves HTTP: its address, TLS when

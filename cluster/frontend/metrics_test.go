@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 	"github.com/flyfs/flyfs/cluster/frontend"
 	"github.com/flyfs/flyfs/core/observe"
 	"github.com/flyfs/flyfs/gateway"
+	"github.com/flyfs/flyfs/posix/fusefs"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -83,10 +87,11 @@ func l(kv ...string) map[string]string {
 }
 
 // TestEveryRoleServesMetrics runs an in-process cluster (two storage nodes,
-// chains of two, a metad, the S3 gateway) with metrics on, scrapes its
-// /metrics endpoint before and after writing and reading a few files through
-// the client, and checks that every role's families exist with their types
-// and role label, and that the ones a load moves moved.
+// chains of two, a metad, the S3 gateway, a FUSE mount where FUSE is
+// usable) with metrics on, scrapes its /metrics endpoint before and after
+// writing and reading a few files through the client, the mount and S3,
+// and checks that every role's families exist with their types and role
+// label, and that the ones a load moves moved.
 func TestEveryRoleServesMetrics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -97,8 +102,17 @@ func TestEveryRoleServesMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := frontend.StartGateway(ctx, c, frontend.Listen{Addr: "127.0.0.1:0"}, gateway.Config{}); err != nil {
+	s3addr, err := frontend.StartGateway(ctx, c, frontend.Listen{Addr: "127.0.0.1:0"}, gateway.Config{})
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The mount registers on the cluster's registry as role=mount.
+	var mnt *fusefs.Mounted
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Logf("mount metrics not checked: no /dev/fuse (FUSE needs the fuse kernel module)")
+	} else if mnt, err = frontend.Mount(ctx, c, t.TempDir(), fusefs.Options{}); err != nil {
+		t.Logf("mount metrics not checked: cannot mount FUSE here: %v", err)
+		mnt = nil
 	}
 	srv, err := observe.ServeMetrics("127.0.0.1:0", c.Gatherer(), nil)
 	if err != nil {
@@ -142,6 +156,45 @@ func TestEveryRoleServesMetrics(t *testing.T) {
 	if _, err := fs.Stat(ctx, "/missing"); err == nil {
 		t.Fatal("stat of a missing file succeeded")
 	}
+	// Through the mount: a file written and read back, a refused rmdir.
+	if mnt != nil {
+		p := filepath.Join(mnt.Dir(), "m")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(p); err != nil || len(got) != len(data) {
+			t.Fatalf("read through the mount: %d bytes, %v", len(got), err)
+		}
+		if err := os.Mkdir(filepath.Join(mnt.Dir(), "d"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(mnt.Dir(), "d", "f"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Rmdir(filepath.Join(mnt.Dir(), "d")); !errors.Is(err, syscall.ENOTEMPTY) {
+			t.Fatalf("rmdir of a directory with a file: %v, want ENOTEMPTY", err)
+		}
+	}
+	// Through S3: anonymous requests (refused, a body sent), and the S3
+	// port's own metrics page, which serves the gateway's families.
+	for _, r := range []struct{ method, path, body string }{{"GET", "/", ""}, {"PUT", "/b/k", "some bytes"}} {
+		req, _ := http.NewRequest(r.method, "http://"+s3addr+r.path, strings.NewReader(r.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	s3page := scrape(t, "http://"+s3addr+"/_flyfs/metrics")
+	for name := range s3page {
+		if !strings.HasPrefix(name, "flyfs_s3_") {
+			t.Errorf("the S3 port's /_flyfs/metrics serves %s: want the gateway's families only", name)
+		}
+	}
+	if s3page["flyfs_s3_requests_total"] == nil || s3page["flyfs_s3_request_duration_seconds"] == nil {
+		t.Errorf("the S3 port's /_flyfs/metrics lacks the request families: %v", s3page)
+	}
 	// Heartbeats, scans and the GC run on their own; give them a moment.
 	deadline := time.Now().Add(10 * time.Second)
 	var after map[string]*dto.MetricFamily
@@ -182,8 +235,15 @@ func TestEveryRoleServesMetrics(t *testing.T) {
 		"flyfs_client_op_duration_seconds": dto.MetricType_HISTOGRAM, "flyfs_client_window_slots": dto.MetricType_GAUGE,
 		"flyfs_client_inflight_requests": dto.MetricType_GAUGE, "flyfs_client_hedges_total": dto.MetricType_COUNTER,
 		"flyfs_client_hedge_wins_total": dto.MetricType_COUNTER,
-		// gateway
-		"flyfs_s3_requests_total": dto.MetricType_COUNTER,
+		// gateway, registered on the registry given
+		"flyfs_s3_requests_total": dto.MetricType_COUNTER, "flyfs_s3_request_duration_seconds": dto.MetricType_HISTOGRAM,
+		"flyfs_s3_received_bytes_total": dto.MetricType_COUNTER, "flyfs_s3_sent_bytes_total": dto.MetricType_COUNTER,
+	}
+	if mnt != nil {
+		types["flyfs_mount_op_duration_seconds"] = dto.MetricType_HISTOGRAM
+		types["flyfs_mount_op_errors_total"] = dto.MetricType_COUNTER
+		types["flyfs_mount_read_bytes_total"] = dto.MetricType_COUNTER
+		types["flyfs_mount_written_bytes_total"] = dto.MetricType_COUNTER
 	}
 	for name, typ := range types {
 		f := after[name]
@@ -208,7 +268,7 @@ func TestEveryRoleServesMetrics(t *testing.T) {
 		}
 	}
 
-	checkDeployNames(t, after)
+	checkDeployNames(t, after, mnt == nil)
 
 	// Gauges of the cluster's state.
 	for _, c := range []struct {
@@ -233,11 +293,12 @@ func TestEveryRoleServesMetrics(t *testing.T) {
 
 	// What the load moved.
 	written := float64(3 * len(data))
-	for _, c := range []struct {
+	type movedBy struct {
 		name    string
 		labels  map[string]string
 		atLeast float64
-	}{
+	}
+	moved := []movedBy{
 		{"flyfs_client_written_bytes_total", nil, written},
 		{"flyfs_client_read_bytes_total", nil, written},
 		{"flyfs_client_op_duration_seconds", l("op", "write"), 3},
@@ -256,8 +317,20 @@ func TestEveryRoleServesMetrics(t *testing.T) {
 		{"flyfs_rpc_server_calls_total", l("role", "storaged"), 6},
 		{"flyfs_rpc_server_calls_total", l("role", "metad"), 6},
 		{"flyfs_rpc_client_calls_total", l("role", "client"), 6},
-		{"flyfs_s3_requests_total", l("role", "gateway"), 1},
-	} {
+		{"flyfs_s3_requests_total", l("role", "gateway"), 3},
+		{"flyfs_s3_request_duration_seconds", l("role", "gateway", "op", "Metrics"), 1},
+		{"flyfs_s3_received_bytes_total", l("role", "gateway"), float64(len("some bytes"))},
+	}
+	if mnt != nil {
+		moved = append(moved,
+			movedBy{"flyfs_mount_written_bytes_total", l("role", "mount"), float64(len(data))},
+			movedBy{"flyfs_mount_read_bytes_total", l("role", "mount"), float64(len(data))},
+			movedBy{"flyfs_mount_op_duration_seconds", l("role", "mount", "op", "Write"), 1},
+			movedBy{"flyfs_mount_op_duration_seconds", l("role", "mount", "op", "Create"), 1},
+			movedBy{"flyfs_mount_op_duration_seconds", l("role", "mount", "op", "Lookup"), 1},
+			movedBy{"flyfs_mount_op_errors_total", l("role", "mount", "op", "Rmdir", "errno", "ENOTEMPTY"), 1})
+	}
+	for _, c := range moved {
 		if got := sum(after, c.name, c.labels) - sum(before, c.name, c.labels); got < c.atLeast {
 			t.Errorf("%s%v moved by %v under the load, want at least %v", c.name, c.labels, got, c.atLeast)
 		}
@@ -267,14 +340,15 @@ func TestEveryRoleServesMetrics(t *testing.T) {
 // Families that exist but have no series until an event (a refusal, a
 // multipart completion, a recovery running): the scrape cannot show them.
 var seriesLess = map[string]bool{
-	"flyfs_rpc_server_refused_total": true, "flyfs_s3_received_bytes_total": true, "flyfs_s3_multipart_completions_total": true,
+	"flyfs_rpc_server_refused_total": true, "flyfs_s3_multipart_completions_total": true,
 	"flyfs_storaged_recovery_remaining_bytes": true, "flyfs_storaged_recovery_remaining_chunks": true,
 }
 
 // checkDeployNames checks that the metrics the Grafana dashboard and the
 // Prometheus rules under deploy/ name are families the roles export, and
-// that the dashboard is a dashboard.
-func checkDeployNames(t *testing.T, fams map[string]*dto.MetricFamily) {
+// that the dashboard is a dashboard; noMount: the scrape had no mount, whose
+// families are then taken on trust.
+func checkDeployNames(t *testing.T, fams map[string]*dto.MetricFamily, noMount bool) {
 	t.Helper()
 	raw, err := os.ReadFile("../../deploy/grafana/flyfs-dashboard.json")
 	if err != nil {
@@ -313,6 +387,9 @@ func checkDeployNames(t *testing.T, fams map[string]*dto.MetricFamily) {
 				if b, ok := strings.CutSuffix(n, suf); ok && fams[b] != nil && fams[b].GetType() == dto.MetricType_HISTOGRAM {
 					base = b
 				}
+			}
+			if noMount && strings.HasPrefix(base, "flyfs_mount_") {
+				continue
 			}
 			if fams[base] == nil && !seriesLess[base] {
 				t.Errorf("%s names %s, which no role exports: %s", where, n, e)

@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/flyfs/flyfs/cluster/frontend"
 	"github.com/flyfs/flyfs/core/api/mgmtdapi"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/httpserve"
@@ -97,12 +96,11 @@ func runGateway(ctx context.Context, o gatewayOptions, cmd *cobra.Command) error
 	}
 	defer fs.Close()
 	gw, err := gateway.New(gateway.Config{FS: fs, RootAccessKey: o.accessKey, RootSecretKey: o.secretKey,
-		Region: o.region, Domains: o.domains, Logger: log})
+		Region: o.region, Domains: o.domains, Logger: log, Registerer: obs.role("gateway")})
 	if err != nil {
 		return err
 	}
 	defer gw.Close()
-	obs.add(frontend.GatewayGatherer(gw))
 	l, err := net.Listen("tcp", o.s3Addr)
 	if err != nil {
 		return err

@@ -8,7 +8,6 @@ import (
 
 	"github.com/flyfs/flyfs/core/observe"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/spf13/pflag"
 )
 
@@ -42,7 +41,6 @@ func (o observeOptions) logger(w io.Writer) (*slog.Logger, error) {
 type observed struct {
 	reg     *prometheus.Registry // nil: no metrics
 	mu      sync.Mutex
-	extra   []prometheus.Gatherer
 	servers []*observe.Server
 }
 
@@ -73,34 +71,14 @@ func (obs *observed) role(role string) prometheus.Registerer {
 	return observe.Role(obs.reg, role)
 }
 
-// add adds metrics kept outside the registry (the S3 gateway's own).
-func (obs *observed) add(g prometheus.Gatherer) {
-	if obs == nil || g == nil {
-		return
-	}
-	obs.mu.Lock()
-	obs.extra = append(obs.extra, g)
-	obs.mu.Unlock()
-}
-
-// gatherer is everything to serve: the registry and what add added.
-func (obs *observed) gatherer() prometheus.Gatherer {
-	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-		obs.mu.Lock()
-		gs := append(prometheus.Gatherers{obs.reg}, obs.extra...)
-		obs.mu.Unlock()
-		return gs.Gather()
-	})
-}
-
-// serve serves g (default: gatherer) at --metrics-addr and returns the
+// serve serves g (default: the registry) at --metrics-addr and returns the
 // endpoint's URL ("" with metrics off).
 func (obs *observed) serve(o observeOptions, g prometheus.Gatherer, log *slog.Logger) (string, error) {
 	if obs == nil || obs.reg == nil {
 		return "", nil
 	}
 	if g == nil {
-		g = obs.gatherer()
+		g = obs.reg
 	}
 	srv, err := observe.ServeMetrics(o.metricsAddr, g, log)
 	if err != nil {

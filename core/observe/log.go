@@ -1,7 +1,6 @@
 package observe
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,39 +37,4 @@ func NewLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("log format %q: want text or json", format)
-}
-
-// Demote returns a handler that logs records whose message starts with one
-// of prefixes at debug level instead of their own: a library's line per
-// request that it logs at info (go-fuse's "trySplice" through a log.Logger).
-func Demote(h slog.Handler, prefixes ...string) slog.Handler {
-	return &demoting{h: h, prefixes: prefixes}
-}
-
-type demoting struct {
-	h        slog.Handler
-	prefixes []string
-}
-
-func (d *demoting) Enabled(ctx context.Context, l slog.Level) bool { return d.h.Enabled(ctx, l) }
-
-func (d *demoting) Handle(ctx context.Context, r slog.Record) error {
-	for _, p := range d.prefixes {
-		if strings.HasPrefix(r.Message, p) && r.Level > slog.LevelDebug {
-			if !d.h.Enabled(ctx, slog.LevelDebug) {
-				return nil
-			}
-			r.Level = slog.LevelDebug
-			break
-		}
-	}
-	return d.h.Handle(ctx, r)
-}
-
-func (d *demoting) WithAttrs(as []slog.Attr) slog.Handler {
-	return &demoting{h: d.h.WithAttrs(as), prefixes: d.prefixes}
-}
-
-func (d *demoting) WithGroup(name string) slog.Handler {
-	return &demoting{h: d.h.WithGroup(name), prefixes: d.prefixes}
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"log"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -32,26 +30,6 @@ func TestNewLogger(t *testing.T) {
 	for _, bad := range [][2]string{{"loud", "text"}, {"info", "xml"}} {
 		if _, err := NewLogger(io.Discard, bad[0], bad[1]); err == nil {
 			t.Errorf("NewLogger(%q, %q) took it", bad[0], bad[1])
-		}
-	}
-}
-
-// A library's per-request line through a log.Logger goes to debug: gone at
-// info, there at debug.
-func TestDemote(t *testing.T) {
-	for _, level := range []string{"info", "debug"} {
-		var b bytes.Buffer
-		l, _ := NewLogger(&b, level, "text")
-		d := slog.New(Demote(l.Handler(), "trySplice"))
-		lib := log.New(slog.NewLogLogger(d.Handler(), slog.LevelInfo).Writer(), "", 0)
-		lib.Println("trySplice: resource temporarily unavailable")
-		d.Info("mounted")
-		got := b.String()
-		if !strings.Contains(got, "mounted") {
-			t.Errorf("%s: the other line went: %q", level, got)
-		}
-		if want := level == "debug"; strings.Contains(got, "trySplice") != want || want && !strings.Contains(got, "level=DEBUG") {
-			t.Errorf("%s: %q", level, got)
 		}
 	}
 }
