@@ -73,6 +73,8 @@ type Gateway struct {
 	mcache metaCache
 	bcache bucketCache
 
+	errLog errLimiter // 5xx lines at warn
+
 	stop     chan struct{}
 	stopOnce sync.Once
 	wg       sync.WaitGroup
@@ -354,9 +356,7 @@ func (g *Gateway) setupBody(r *http.Request, rc *reqCtx, sr *sigRequest, signKey
 func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ae := toAPIError(err)
 	rc := reqOf(r)
-	if ae.Code == "InternalError" || ae.Code == "SlowDown" {
-		g.log.Error("s3 gateway: request failed", "op", rc.op, "request_id", rc.id, "bucket", rc.bucket, "key", rc.object, "err", err)
-	}
+	g.logError(r, rc, ae, err)
 	h := w.Header()
 	if ae.Code == "NotModified" {
 		w.WriteHeader(http.StatusNotModified)
