@@ -13,7 +13,6 @@ import (
 	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
-	"golang.org/x/sys/unix"
 )
 
 // Mgmtd is how a managed storage node reaches the primary cluster manager.
@@ -210,9 +209,10 @@ func (s *Server) heartbeat(ctx context.Context, timeout time.Duration) {
 	for i, e := range s.engines {
 		st := e.Stats()
 		d := mgmtdapi.DiskReport{Path: s.cfg.Disks[i], UsedBytes: uint64(st.AllocatedBytes), ReadOnly: st.ReadOnly, Full: st.Full}
-		var fs unix.Statfs_t
-		if unix.Statfs(s.cfg.Disks[i], &fs) == nil {
-			d.FreeBytes = fs.Bavail * uint64(fs.Bsize) // what the file system under the disk can still give
+		if sp, ok := statDisk(s.cfg.Disks[i]); ok {
+			// What the file system under the disk can still give, its size,
+			// and which it is (disks sharing one count its space once).
+			d.FreeBytes, d.CapacityBytes, d.FS = sp.free, sp.capacity, sp.fs
 		}
 		req.Disks = append(req.Disks, d)
 	}

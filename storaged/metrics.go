@@ -8,7 +8,6 @@ import (
 	"github.com/flyfs/flyfs/core/observe"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sys/unix"
 )
 
 // metrics are the storage service's Prometheus families (docs/metrics.md):
@@ -188,8 +187,8 @@ func newCollector(s *Server) *collector {
 		return prometheus.NewDesc("flyfs_storaged_"+name, help, labels, nil)
 	}
 	return &collector{s: s,
-		capacity:       d("disk_capacity_bytes", "Size of the file system under a disk directory.", "disk"),
-		free:           d("disk_free_bytes", "Bytes the file system under a disk directory can still give (available to unprivileged users).", "disk"),
+		capacity:       d("disk_capacity_bytes", "Size of the file system under a disk directory less the blocks reserved for root (df's Used + Avail: 1 - free / capacity is df's Use%); fs names that file system (disks sharing one have the same fs: sum max by (fs) to count it once).", "disk", "fs"),
+		free:           d("disk_free_bytes", "Bytes the file system under a disk directory can still give (available to unprivileged users); fs as for disk_capacity_bytes.", "disk", "fs"),
 		used:           d("disk_used_bytes", "Content bytes of the chunks a disk holds.", "disk"),
 		allocated:      d("disk_allocated_bytes", "Bytes of a disk's data files (preallocated blocks, used or free).", "disk"),
 		chunks:         d("disk_chunks", "Chunks a disk holds.", "disk"),
@@ -217,10 +216,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for i, e := range s.engines {
 		disk := s.cfg.Disks[i]
 		st := e.Stats()
-		var fs unix.Statfs_t
-		if unix.Statfs(disk, &fs) == nil {
-			gauge(c.capacity, float64(fs.Blocks*uint64(fs.Bsize)), disk)
-			gauge(c.free, float64(fs.Bavail*uint64(fs.Bsize)), disk)
+		if sp, ok := statDisk(disk); ok {
+			gauge(c.capacity, float64(sp.capacity), disk, sp.fs)
+			gauge(c.free, float64(sp.free), disk, sp.fs)
 		}
 		gauge(c.used, float64(st.UsedBytes), disk)
 		gauge(c.allocated, float64(st.AllocatedBytes), disk)

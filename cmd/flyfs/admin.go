@@ -154,7 +154,7 @@ func printNodes(out io.Writer, resp *mgmtdapi.ListNodesResp, now time.Time) {
 		for _, t := range n.Targets {
 			targets = append(targets, fmt.Sprintf("%d %s", t.Target, t.Local))
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", n.Node, adminDash(n.Addr), state, last, adminDash(strings.Join(targets, ", ")), diskSummary(n.Disks))
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", n.Node, adminDash(n.Addr), state, last, adminDash(strings.Join(targets, ", ")), diskSummary(n))
 	}
 	w.Flush()
 	fmt.Fprintln(out)
@@ -194,24 +194,41 @@ func printServices(out io.Writer, resp *mgmtdapi.ListServicesResp, now time.Time
 	w.Flush()
 }
 
-func diskSummary(ds []mgmtdapi.DiskReport) string {
+// diskSummary is a node's disks: their data files, then the free space
+// and capacity of the file systems under them (one several disks share
+// counted once) with its use as df counts it, and disks over 90 %.
+func diskSummary(n mgmtdapi.NodeStatus) string {
+	ds := n.Disks
 	if len(ds) == 0 {
 		return "-"
 	}
-	var used, free uint64
-	ro, full := 0, 0
+	var used uint64
+	ro, full, almost := 0, 0, 0
 	for _, d := range ds {
-		used, free = used+d.UsedBytes, free+d.FreeBytes
+		used += d.UsedBytes
 		if d.ReadOnly {
 			ro++
 		}
 		if d.Full {
 			full++
 		}
+		if f, ok := d.UsedFraction(); ok && f > 0.9 && !d.Full {
+			almost++
+		}
 	}
+	sp := mgmtdapi.SpaceOf([]mgmtdapi.NodeStatus{n})
 	s := fmt.Sprintf("%d: %s used", len(ds), adminBytes(used))
-	if free > 0 {
-		s += ", " + adminBytes(free) + " free"
+	if sp.FreeBytes > 0 {
+		s += ", " + adminBytes(sp.FreeBytes) + " free"
+	}
+	if sp.CapacityKnown {
+		s += fmt.Sprintf(" of %s (%.1f %% used)", adminBytes(sp.CapacityBytes), 100*(1-float64(min(sp.FreeBytes, sp.CapacityBytes))/float64(sp.CapacityBytes)))
+	}
+	if sp.FileSystems < len(ds) {
+		s += fmt.Sprintf(" on %d file system(s)", sp.FileSystems)
+	}
+	if almost > 0 {
+		s += fmt.Sprintf(", %d over 90 %% used", almost)
 	}
 	if full > 0 {
 		s += fmt.Sprintf(", %d full (writes refused until space returns)", full)

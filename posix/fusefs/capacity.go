@@ -5,11 +5,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flyfs/flyfs/core/api/mgmtdapi"
 	"github.com/flyfs/flyfs/core/client"
 )
 
 // MgmtdCapacity returns an Options.Capacity that sums the disk usage the
-// storage nodes report to mgmtd, asking at most every few seconds (df calls
+// storage nodes report to mgmtd, the free space of a file system several
+// disks share counted once, asking at most every few seconds (df calls
 // statfs often).
 func MgmtdCapacity(m *client.Mgmtd) func(ctx context.Context) (used, free uint64, err error) {
 	var (
@@ -27,11 +29,10 @@ func MgmtdCapacity(m *client.Mgmtd) func(ctx context.Context) (used, free uint64
 		if err != nil {
 			return 0, 0, err
 		}
-		used, free = 0, 0
+		used, free = 0, mgmtdapi.SpaceOf(r.Nodes).FreeBytes
 		for _, n := range r.Nodes {
 			for _, d := range n.Disks {
 				used += d.UsedBytes
-				free += d.FreeBytes
 			}
 		}
 		at = time.Now()

@@ -5,6 +5,7 @@ package mgmtdapi
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/flyfs/flyfs/core/routing"
@@ -87,10 +88,79 @@ type TargetReport struct {
 // DiskReport is one disk's usage.
 type DiskReport struct {
 	Path      string `cbor:"1,keyasint"`
-	UsedBytes uint64 `cbor:"2,keyasint,omitempty"`
-	FreeBytes uint64 `cbor:"3,keyasint,omitempty"`
+	UsedBytes uint64 `cbor:"2,keyasint,omitempty"` // bytes of the disk's data files
+	FreeBytes uint64 `cbor:"3,keyasint,omitempty"` // what the file system under it can still give (statfs f_bavail)
 	ReadOnly  bool   `cbor:"4,keyasint,omitempty"` // a write I/O error: its targets are reported offline
 	Full      bool   `cbor:"5,keyasint,omitempty"` // out of space: its targets keep serving reads, writes fail
+	// CapacityBytes is the size of the file system under the disk less
+	// the blocks reserved for root, which storaged does not write (statfs
+	// f_blocks - f_bfree + f_bavail: df's Used + Avail), so that
+	// CapacityBytes - FreeBytes is df's Used; 0: not reported (an older
+	// storaged, or statfs failed).
+	CapacityBytes uint64 `cbor:"6,keyasint,omitempty"`
+	// FS names the file system under the disk, the same for every disk on
+	// it whichever node reports it (its id within the kernel that mounts
+	// it: statfs f_fsid, else the device id, with the kernel's boot id),
+	// so that space is counted once per file system; "": not reported.
+	FS string `cbor:"7,keyasint,omitempty"`
+}
+
+// UsedFraction is the share of the disk's file system in use, 1 - free /
+// capacity: df's Use%, and what the rule FlyfsDiskAlmostFull reads; ok is
+// false without a reported capacity.
+func (d DiskReport) UsedFraction() (f float64, ok bool) {
+	if d.CapacityBytes == 0 {
+		return 0, false
+	}
+	return 1 - float64(min(d.FreeBytes, d.CapacityBytes))/float64(d.CapacityBytes), true
+}
+
+// FSKey names the file system under disk d of node for adding up space
+// (disks with one key share a file system): d.FS, or for a disk that does
+// not report it, the disk itself.
+func FSKey(node routing.NodeID, d DiskReport) string {
+	if d.FS != "" {
+		return "fs " + d.FS
+	}
+	return "disk " + strconv.FormatUint(uint64(node), 10) + " " + d.Path
+}
+
+// Space is the space of the file systems under some disks, each counted
+// once however many disks share it.
+type Space struct {
+	CapacityBytes uint64 // of the file systems that report their capacity
+	FreeBytes     uint64
+	FileSystems   int
+	Disks         int
+	// CapacityKnown and FreeKnown: every file system reported it.
+	CapacityKnown, FreeKnown bool
+}
+
+// SpaceOf adds up the space under the disks of nodes, counting a file
+// system several disks share (several targets' directories on one volume,
+// the nodes of flyfs server on one machine) once.
+func SpaceOf(nodes []NodeStatus) Space {
+	sp := Space{CapacityKnown: true, FreeKnown: true}
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		for _, d := range n.Disks {
+			sp.Disks++
+			k := FSKey(n.Node, d)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			sp.FileSystems++
+			sp.CapacityBytes += d.CapacityBytes
+			sp.FreeBytes += d.FreeBytes
+			sp.CapacityKnown = sp.CapacityKnown && d.CapacityBytes > 0
+			sp.FreeKnown = sp.FreeKnown && d.FreeBytes > 0
+		}
+	}
+	if sp.FileSystems == 0 {
+		sp.CapacityKnown, sp.FreeKnown = false, false
+	}
+	return sp
 }
 
 // HeartbeatReq renews a storage node's lease and reports its targets.
