@@ -196,6 +196,16 @@ func TestOverview(t *testing.T) {
 	if o.Capacity.Disks != 1 || o.Capacity.UsedBytes < 100_000 {
 		t.Errorf("capacity %+v: want the 100 kB file counted", o.Capacity)
 	}
+	// The file system's size and use, as storaged's statfs reports them.
+	if c := o.Capacity; c.FileSystems != 1 || !c.TotalKnown || c.TotalBytes == 0 || c.FreeBytes > c.TotalBytes ||
+		c.FSUsedBytes != c.TotalBytes-c.FreeBytes || c.UsedPercent == nil {
+		t.Errorf("capacity %+v: want one file system with its size, free and used", c)
+	}
+	if len(o.Storage) == 1 {
+		if d := o.Storage[0].Disks; len(d) != 1 || d[0].CapacityBytes == 0 || d[0].UsedPercent == nil || d[0].SharedFS != 1 {
+			t.Errorf("disks %+v: want its file system's size and use", d)
+		}
+	}
 	if o.Namespace == nil || o.Namespace.Inodes < 2 || o.Namespace.Bytes < 100_000 || o.GCQueue == nil {
 		t.Errorf("namespace %+v gc %v", o.Namespace, o.GCQueue)
 	}

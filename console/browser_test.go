@@ -176,6 +176,14 @@ func TestBrowserNamespaceAndPages(t *testing.T) {
 			rows.every(r => !r.textContent.includes('failed') && !r.textContent.includes('gone'));
 	})()`, 20*time.Second)
 	b.waitJS("the charts to draw", `[...document.querySelectorAll('.chart .now')].every(e => e.textContent !== '–' && e.textContent !== 'no data yet')`, 10*time.Second)
+	// Capacity: used of total with its percentage and bar; each disk's file
+	// system size and use.
+	b.waitJS("capacity with used, total and %", `(() => {
+		const c = document.getElementById('capacity');
+		const d = document.querySelector('#disks tbody tr');
+		return c && /% used/.test(c.textContent) && / used of /.test(c.textContent) && c.querySelector('.progress > div').style.width !== '' &&
+			d && d.cells[4].textContent !== '–' && / %$/.test(d.cells[5].textContent);
+	})()`, 10*time.Second)
 	b.shot("overview")
 
 	// Namespace: make a directory through the page.

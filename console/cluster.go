@@ -84,12 +84,19 @@ type diskJSON struct {
 	Node      uint32 `json:"node"`
 	Index     int    `json:"index"`
 	Path      string `json:"path"`
-	UsedBytes uint64 `json:"usedBytes"`
-	FreeBytes uint64 `json:"freeBytes"`
-	Chunks    uint64 `json:"chunks"`
-	ReadOnly  bool   `json:"readOnly"`
-	Reason    string `json:"readOnlyReason,omitempty"`
-	Full      bool   `json:"full"` // out of space: reads go on, writes fail until space returns
+	UsedBytes uint64 `json:"usedBytes"` // its data files
+	FreeBytes uint64 `json:"freeBytes"` // free on its file system
+	// CapacityBytes is the size of its file system (0: not reported);
+	// UsedPercent that file system's use, 100 * (1 - free / capacity).
+	CapacityBytes uint64   `json:"capacityBytes"`
+	UsedPercent   *float64 `json:"usedPercent"`
+	// SharedFS is how many disks (this one included) share its file
+	// system: their free space and size are one file system's.
+	SharedFS int    `json:"sharedFS"`
+	Chunks   uint64 `json:"chunks"`
+	ReadOnly bool   `json:"readOnly"`
+	Reason   string `json:"readOnlyReason,omitempty"`
+	Full     bool   `json:"full"` // out of space: reads go on, writes fail until space returns
 }
 
 type nodeTargetJSON struct {
@@ -107,13 +114,23 @@ type storageNodeJSON struct {
 	Disks         []diskJSON       `json:"disks"`
 }
 
+// capacityJSON counts every file system under the disks once, however
+// many disks share it.
 type capacityJSON struct {
-	UsedBytes uint64 `json:"usedBytes"`
-	FreeBytes uint64 `json:"freeBytes"`
-	Disks     int    `json:"disks"`
-	// FreeKnown: every disk reported its free space (storaged reports
-	// used bytes always, free bytes only where it measures them).
-	FreeKnown bool `json:"freeKnown"`
+	UsedBytes   uint64 `json:"usedBytes"`   // the disks' data files: flyfs's share
+	FreeBytes   uint64 `json:"freeBytes"`   // free on the file systems
+	TotalBytes  uint64 `json:"totalBytes"`  // their size
+	FSUsedBytes uint64 `json:"fsUsedBytes"` // totalBytes - freeBytes: in use on them, by flyfs or anything else
+	// UsedPercent is 100 * fsUsedBytes / totalBytes; null unless every
+	// file system reported its size.
+	UsedPercent *float64 `json:"usedPercent"`
+	Disks       int      `json:"disks"`
+	FileSystems int      `json:"fileSystems"`
+	// FreeKnown and TotalKnown: every file system reported its free space,
+	// its size (storaged reports used bytes always, the others where it
+	// measures them).
+	FreeKnown  bool `json:"freeKnown"`
+	TotalKnown bool `json:"totalKnown"`
 }
 
 type chainCountJSON struct {
@@ -194,7 +211,7 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 		bad("unavailable", "no primary cluster manager is elected: chain states cannot change")
 	}
 
-	allFree := true
+	_, fsOf := fileSystems(nodes.Nodes)
 	for _, n := range nodes.Nodes {
 		sn := storageNodeJSON{Node: uint32(n.Node), Addr: n.Addr, Targets: []nodeTargetJSON{}, Disks: []diskJSON{}}
 		switch {
@@ -219,13 +236,15 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 		}
 		var st = nodeStatsOf(last, n.Node)
 		for i, d := range n.Disks {
-			dj := diskJSON{Node: uint32(n.Node), Index: i, Path: d.Path, UsedBytes: d.UsedBytes, FreeBytes: d.FreeBytes, ReadOnly: d.ReadOnly, Full: d.Full}
+			dj := diskJSON{Node: uint32(n.Node), Index: i, Path: d.Path, UsedBytes: d.UsedBytes, FreeBytes: d.FreeBytes,
+				CapacityBytes: d.CapacityBytes, SharedFS: len(fsOf[mgmtdapi.FSKey(n.Node, d)].disks), ReadOnly: d.ReadOnly, Full: d.Full}
+			if f, ok := d.UsedFraction(); ok {
+				pct := 100 * f
+				dj.UsedPercent = &pct
+			}
 			if st != nil && i < len(st.Disks) {
 				dj.Chunks = st.Disks[i].Chunks
 				dj.Reason = st.Disks[i].ReadOnlyReason
-			}
-			if d.FreeBytes == 0 {
-				allFree = false
 			}
 			if d.ReadOnly {
 				bad("degraded", fmt.Sprintf("disk %s of storage node %d is read-only after a write error%s", d.Path, n.Node, prefixed(": ", dj.Reason)))
@@ -233,15 +252,16 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 			if d.Full {
 				bad("degraded", fmt.Sprintf("disk %s of storage node %d is full: its chains refuse writes until space returns (remove files, then flyfs admin gc)", d.Path, n.Node))
 			}
-			out.Capacity.UsedBytes += d.UsedBytes
-			out.Capacity.FreeBytes += d.FreeBytes
-			out.Capacity.Disks++
 			sn.Disks = append(sn.Disks, dj)
 		}
 		out.Storage = append(out.Storage, sn)
 	}
 	slices.SortFunc(out.Storage, func(a, b storageNodeJSON) int { return cmp.Compare(a.Node, b.Node) })
-	out.Capacity.FreeKnown = allFree && out.Capacity.Disks > 0
+	var almostFull []string
+	out.Capacity, almostFull = capacityOf(nodes.Nodes)
+	for _, why := range almostFull {
+		bad("degraded", why)
+	}
 
 	var unavailable, degraded []routing.ChainID
 	for _, ch := range info.Chains {

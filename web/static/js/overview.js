@@ -46,7 +46,7 @@ export function overviewPage(root) {
     const ns = o.namespace;
     replace(stats,
       stat('Chains', `${fmtNum(o.chains.total)} total`, `${o.chains.degraded} degraded, ${o.chains.unavailable} unavailable, ${o.chains.syncingTargets} targets syncing`),
-      stat('Capacity used', fmtBytes(cap.usedBytes), cap.freeKnown ? `${fmtBytes(cap.freeBytes)} free on ${cap.disks} disks` : `${cap.disks} disks (free space not reported)`),
+      capacityStat(cap),
       ns ? stat('Namespace', `${fmtNum(ns.inodes)} inodes`, ns.error ? ns.error : `${fmtBytes(ns.bytes)} in files`) : stat('Namespace', '–', 'no metadata client'),
       stat('GC queue', o.gcQueue === null ? '–' : fmtNum(o.gcQueue), o.gcQueue === null ? 'not reported' : 'removed files awaiting chunk reclaim'),
       stat('Routing version', String(o.routingVersion), o.bootstrapping ? 'primary is bootstrapping' : 'current'));
@@ -69,15 +69,27 @@ export function overviewPage(root) {
       h('thead', {}, h('tr', {}, ['Service', 'ID', 'Address', 'State', 'Last heartbeat', 'Targets'].map(t => h('th', {}, t)))),
       h('tbody', {}, rows))));
 
+    // Free space and size are the file system's: disks sharing one show
+    // the same figures, and the total counts them once.
     const drows = [];
-    for (const n of o.storage) for (const d of n.disks) drows.push(h('tr', { class: d.readOnly || d.full ? 'degraded' : '' },
-      h('td', {}, 'node ' + n.node), h('td', { class: 'mono' }, d.path), h('td', { class: 'num' }, fmtBytes(d.usedBytes)),
-      h('td', { class: 'num' }, d.freeBytes ? fmtBytes(d.freeBytes) : '–'), h('td', { class: 'num' }, fmtNum(d.chunks)),
-      h('td', {}, d.readOnly ? badge('failed', 'read-only') : d.full ? badge('degraded', 'full') : badge('ok', 'writable'), d.readOnlyReason ? ' ' + d.readOnlyReason : '')));
-    drows.push(h('tr', {}, h('td', {}, h('b', {}, 'Total')), h('td', {}, `${cap.disks} disks`), h('td', { class: 'num' }, h('b', {}, fmtBytes(cap.usedBytes))),
-      h('td', { class: 'num' }, cap.freeKnown ? fmtBytes(cap.freeBytes) : '–'), h('td', {}, ''), h('td', {}, '')));
-    replace(disks, h('div', { class: 'table-wrap' }, h('table', {},
-      h('thead', {}, h('tr', {}, ['Node', 'Disk', 'Used', 'Free', 'Chunks', 'State'].map((t, i) => h('th', { class: i >= 2 && i <= 4 ? 'num' : '' }, t)))),
+    for (const n of o.storage) for (const d of n.disks) {
+      const almostFull = d.usedPercent !== null && d.usedPercent > 90;
+      drows.push(h('tr', { class: d.readOnly || d.full || almostFull ? 'degraded' : '' },
+        h('td', {}, 'node ' + n.node), h('td', { class: 'mono' }, d.path, d.sharedFS > 1 ? h('div', { class: 'muted' }, `file system shared by ${d.sharedFS} disks`) : null),
+        h('td', { class: 'num' }, fmtBytes(d.usedBytes)),
+        h('td', { class: 'num' }, d.freeBytes ? fmtBytes(d.freeBytes) : '–'),
+        h('td', { class: 'num' }, d.capacityBytes ? fmtBytes(d.capacityBytes) : '–'),
+        h('td', { class: 'num' }, d.usedPercent === null ? '–' : d.usedPercent.toFixed(1) + ' %'),
+        h('td', { class: 'num' }, fmtNum(d.chunks)),
+        h('td', {}, d.readOnly ? badge('failed', 'read-only') : d.full ? badge('degraded', 'full') : almostFull ? badge('degraded', 'over 90 %') : badge('ok', 'writable'), d.readOnlyReason ? ' ' + d.readOnlyReason : '')));
+    }
+    drows.push(h('tr', {}, h('td', {}, h('b', {}, 'Total')), h('td', {}, `${cap.disks} disk${cap.disks === 1 ? '' : 's'} on ${cap.fileSystems} file system${cap.fileSystems === 1 ? '' : 's'}`),
+      h('td', { class: 'num' }, h('b', {}, fmtBytes(cap.usedBytes))),
+      h('td', { class: 'num' }, cap.freeKnown ? fmtBytes(cap.freeBytes) : '–'),
+      h('td', { class: 'num' }, cap.totalKnown ? fmtBytes(cap.totalBytes) : '–'),
+      h('td', { class: 'num' }, cap.usedPercent === null ? '–' : cap.usedPercent.toFixed(1) + ' %'), h('td', {}, ''), h('td', {}, '')));
+    replace(disks, h('div', { class: 'table-wrap' }, h('table', { id: 'disks' },
+      h('thead', {}, h('tr', {}, ['Node', 'Disk', 'Data files', 'Free', 'Capacity', 'Use', 'Chunks', 'State'].map((t, i) => h('th', { class: i >= 2 && i <= 6 ? 'num' : '', title: colHelp[t] }, t)))),
       h('tbody', {}, drows))));
     replace(gaps, o.unreported.length ? [h('h3', {}, 'Not reported by the cluster'), h('ul', { class: 'muted' }, o.unreported.map(u => h('li', {}, u)))] : []);
   }
@@ -89,6 +101,31 @@ export function overviewPage(root) {
 function healthLine(o) {
   if (o.health.state === 'healthy') return `All ${o.chains.total} chains serving; ${o.storage.length} storage nodes alive.`;
   return o.health.reasons[0] || '';
+}
+
+const colHelp = {
+  'Data files': 'bytes of the disk\'s data files (flyfs\'s chunks, preallocated blocks included)',
+  Free: 'what the file system under the disk can still give (df\'s Avail)',
+  Capacity: 'the file system\'s size less the blocks reserved for root (df\'s Used + Avail)',
+  Use: 'share of the file system in use (df\'s Use%); over 90 % the overview calls it degraded',
+};
+
+// capacityStat: the file systems under the disks, each counted once:
+// used of total with its percentage and a bar, what is free, and flyfs's
+// own data files.
+function capacityStat(cap) {
+  const where = `${cap.fileSystems} file system${cap.fileSystems === 1 ? '' : 's'}, ${cap.disks} disk${cap.disks === 1 ? '' : 's'}`;
+  if (cap.usedPercent === null) {
+    return stat('Capacity', fmtBytes(cap.usedBytes) + ' in data files',
+      cap.freeKnown ? `${fmtBytes(cap.freeBytes)} free on ${where} (size not reported)` : `${where} (free space not reported)`);
+  }
+  const bar = h('div');
+  bar.style.width = Math.min(cap.usedPercent, 100).toFixed(1) + '%'; // CSSOM: allowed by the page's CSP, unlike style attributes
+  const el = stat('Capacity', `${cap.usedPercent.toFixed(1)} % used`,
+    `${fmtBytes(cap.fsUsedBytes)} used of ${fmtBytes(cap.totalBytes)}, ${fmtBytes(cap.freeBytes)} free on ${where}; ${fmtBytes(cap.usedBytes)} in flyfs data files`);
+  el.id = 'capacity';
+  el.insertBefore(h('div', { class: 'progress' + (cap.usedPercent > 90 ? ' warn' : '') }, bar), el.lastChild);
+  return el;
 }
 
 function stat(label, value, sub) {
