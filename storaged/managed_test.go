@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -383,5 +384,81 @@ func TestChainTableFollowsChains(t *testing.T) {
 	v2, _ := info.Table(routing.DefaultTable, 2)
 	if fmt.Sprint(v1) != "[1 2]" || fmt.Sprint(v2) != "[1 2 3]" {
 		t.Fatalf("table versions: %v then %v", v1, v2)
+	}
+}
+
+// TestClientCutOffFromHeadWritesThroughRelay: a client that cannot reach a
+// chain's head (which mgmtd and the chain still reach, so routing keeps it)
+// writes through another replica, which relays to the head. Every replica
+// commits the update once, and the client's later writes go the same way
+// while the link stays cut, and straight to the head once it heals.
+func TestClientCutOffFromHeadWritesThroughRelay(t *testing.T) {
+	const T = time.Second
+	c := harness.StartCluster(t, harness.ClusterConfig{Nodes: 3, Chains: 1, T: T, NoSync: true})
+	cl := c.Client(10 * time.Second)
+	chunk := layout.MakeChunkID(1, 0)
+	if _, err := cl.Write(ctx, 1, chunk, 0, []byte("v1"), chunkSize); err != nil {
+		t.Fatal(err)
+	}
+	head, _ := c.Routing().Chains[1].Head()
+	var headName string
+	for _, n := range c.Nodes {
+		if n.ID == head.Node {
+			headName = n.Name
+		}
+	}
+	c.Net.Cut("client", headName)
+	for i, v := range []string{"v2", "v3"} {
+		meta, err := cl.Write(ctx, 1, chunk, 0, []byte(v), chunkSize)
+		if err != nil {
+			t.Fatalf("write %q with the head (%s) cut off from the client: %v", v, headName, err)
+		}
+		if meta.CommitVer != uint32(i+2) {
+			t.Fatalf("write %q committed version %d, want %d (applied once)", v, meta.CommitVer, i+2)
+		}
+	}
+	if got := cl.Stats().Relayed; got != 2 {
+		t.Fatalf("%d updates relayed, want 2", got)
+	}
+	if h, _ := c.Routing().Chains[1].Head(); h.ID != head.ID {
+		t.Fatalf("the head moved to target %d: the test cut no client-head link that routing keeps", h.ID)
+	}
+	c.Net.Heal("client", headName)
+	for i := range c.Nodes {
+		if data, err := readFrom(t, c, i, 1, chunk, 10); err != nil || string(data) != "v3" {
+			t.Fatalf("node %d serves %q, %v", i+1, data, err)
+		}
+	}
+	convergedManaged(t, c)
+}
+
+// TestRelayRefusesForwards: only a client's update is relayed; a forward or a
+// resync marked for relay is refused at once, and a relay at the head itself
+// is simply the head's own update.
+func TestRelayRefusesForwards(t *testing.T) {
+	c := harness.StartCluster(t, harness.ClusterConfig{Nodes: 3, Chains: 1, T: time.Second, NoSync: true})
+	info := c.Routing()
+	ch := info.Chains[1]
+	head, _ := ch.Head()
+	succ, _ := ch.Successor(head.ID)
+	api := storageapi.Client{RPC: c.RPCClient("client")}
+	data := []byte("relayed")
+	req := storageapi.WriteReq{Key: storageapi.Key{Chain: 1, ChainVer: ch.Version, Chunk: layout.MakeChunkID(1, 7)},
+		Kind: storageapi.KindWrite, ChunkSize: chunkSize, Checksum: crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)), Relay: true}
+	succAddr, _ := info.Addr(succ.Node)
+	for _, bad := range []func(*storageapi.WriteReq){
+		func(r *storageapi.WriteReq) { r.Forwarded, r.UpdateVer = true, 1 },
+		func(r *storageapi.WriteReq) { r.Resync, r.CommitVer, r.UpdateVer = true, 1, 1 },
+	} {
+		r := req
+		bad(&r)
+		if _, err := api.Write(ctx, succAddr, &r, data); rpc.CodeOf(err) != rpc.InvalidArgument {
+			t.Fatalf("relay of %+v: %v, want InvalidArgument", r, err)
+		}
+	}
+	headAddr, _ := info.Addr(head.Node)
+	resp, err := api.Write(ctx, headAddr, &req, data)
+	if err != nil || resp.Meta.CommitVer != 1 {
+		t.Fatalf("a relay at the head: %+v, %v", resp, err)
 	}
 }

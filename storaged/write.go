@@ -21,9 +21,16 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // head, take the chunk's lock, apply as pending, forward to the successor,
 // commit on its ack, answer.
 func (s *Server) handleWrite(ctx context.Context, req *storageapi.WriteReq, data []byte) (*storageapi.WriteResp, []byte, error) {
-	t, _, chain, err := s.route(req.Key.Chain, req.Key.ChainVer)
+	t, info, chain, err := s.route(req.Key.Chain, req.Key.ChainVer)
 	if err != nil {
 		return nil, nil, err
+	}
+	if req.Relay {
+		if head, ok := chain.Head(); !ok || head.ID != t.id {
+			resp, err := s.relayWrite(ctx, t, info, chain, req, data)
+			return resp, nil, err
+		}
+		req.Relay = false // this target is the head: the update is its own
 	}
 	if err := s.checkRole(t, chain, req.Forwarded); err != nil {
 		return nil, nil, err

@@ -22,7 +22,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // reading a file treat it as a hole.
 var ErrChunkNotFound = errors.New("client: chunk not found")
 
-// ChunkIO moves chunk data: updates go to a chain's head, tagged for
+// ChunkIO moves chunk data: updates go to a chain's head (through another
+// replica of the chain when the head does not answer, relay.go), tagged for
 // deduplication and retried through routing changes; reads go to any serving
 // replica, spread round-robin, hedged to a second replica when the first is
 // slow, and retried on another replica when one cannot serve. Every request's
@@ -41,7 +42,10 @@ type ChunkIO struct {
 	window atomic.Pointer[Window]
 	hedge  atomic.Pointer[hedger]
 
+	suspects suspects // storage nodes this client recently failed to reach
+
 	retries      atomic.Uint64 // attempts repeated after a retryable error
+	relayed      atomic.Uint64 // updates that entered their chain through a relay
 	notCommitted atomic.Uint64 // reads that found the chunk mid-update
 	batchRPCs    atomic.Uint64 // batch-read RPCs carrying more than one IO
 	batchedIOs   atomic.Uint64 // IOs those carried
@@ -119,9 +123,11 @@ func (c *ChunkIO) Update(ctx context.Context, u Update) (storageapi.ChunkMeta, e
 		if !ok {
 			return rpc.Errorf(rpc.Unavailable, "chain %d has no serving target", u.Chain)
 		}
-		addr, _ := info.Addr(head.Node)
-		req.Key = storageapi.Key{Chain: uint32(u.Chain), ChainVer: chain.Version, Chunk: u.Chunk}
 		start := time.Now()
+		node, relay := writeEntry(chain, head, func(n routing.NodeID) bool { return c.suspects.suspect(n, start) })
+		addr, _ := info.Addr(node)
+		req.Key = storageapi.Key{Chain: uint32(u.Chain), ChainVer: chain.Version, Chunk: u.Chunk}
+		req.Relay = relay
 		actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
 		stop := c.abortIfHeadMoves(u.Chain, head.ID, cancel)
 		resp, err := c.storage.Write(actx, addr, req, u.Data)
@@ -131,6 +137,17 @@ func (c *ChunkIO) Update(ctx context.Context, u Update) (storageapi.ChunkMeta, e
 			err = rpc.Errorf(rpc.Unavailable, "chain %d's head moved off %s during the write", u.Chain, addr)
 		}
 		err = attemptErr(ctx, actx, err, addr)
+		if rpc.CodeOf(err) == rpc.Unavailable && !moved && ctx.Err() == nil {
+			switch {
+			case !rpc.FromPeer(err):
+				c.suspects.mark(node, time.Now()) // it did not answer: try another way in
+			case relay:
+				c.suspects.clear(head.Node) // the relay could not reach the head either
+			}
+		}
+		if relay && err == nil {
+			c.relayed.Add(1)
+		}
 		c.Window().Observe(time.Since(start), requestClass(true, len(u.Data)), outcomeOf(err, ctx.Err()))
 		if err == nil {
 			meta = resp.Meta

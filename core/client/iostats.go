@@ -6,6 +6,7 @@ type IOStats struct {
 	Hedges       uint64 // hedge requests sent to a second replica
 	HedgeWins    uint64 // reads the hedge answered first
 	Retries      uint64 // request attempts repeated after a retryable error
+	Relayed      uint64 // updates sent through a replica because the head did not answer
 	NotCommitted uint64 // read results refused because the chunk was mid-update
 	BatchRPCs    uint64 // batch-read RPCs carrying more than one IO
 	BatchedIOs   uint64 // IOs those RPCs carried
@@ -15,7 +16,7 @@ type IOStats struct {
 func (c *ChunkIO) Stats() IOStats {
 	h := c.hedge.Load()
 	return IOStats{Window: c.Window().Stats(), Hedges: h.hedges.Load(), HedgeWins: h.wins.Load(),
-		Retries: c.retries.Load(), NotCommitted: c.notCommitted.Load(),
+		Retries: c.retries.Load(), Relayed: c.relayed.Load(), NotCommitted: c.notCommitted.Load(),
 		BatchRPCs: c.batchRPCs.Load(), BatchedIOs: c.batchedIOs.Load()}
 }
 

@@ -78,7 +78,7 @@ func (m *fsMetrics) close() {
 // the retries so far (a ChunkIO removed keeps counting in the totals, so
 // the counters never go back).
 type ioCollector struct {
-	slots, inflight, hedges, wins, retries *prometheus.Desc
+	slots, inflight, hedges, wins, retries, relayed *prometheus.Desc
 
 	mu      sync.Mutex
 	live    map[*ChunkIO]struct{}
@@ -95,6 +95,7 @@ func newIOCollector() *ioCollector {
 		hedges:   d("hedges_total", "Hedged reads sent: a second replica asked when the first was slow."),
 		wins:     d("hedge_wins_total", "Hedged reads the second replica answered first."),
 		retries:  d("retries_total", "Chunk request attempts repeated after a retryable error (failover, chain change, busy)."),
+		relayed:  d("relayed_writes_total", "Chunk updates sent through another replica of the chain, the head not answering this client."),
 		live:     map[*ChunkIO]struct{}{},
 	}
 }
@@ -116,10 +117,11 @@ func (c *ioCollector) remove(cio *ChunkIO) {
 	c.retired.Hedges += st.Hedges
 	c.retired.HedgeWins += st.HedgeWins
 	c.retired.Retries += st.Retries
+	c.retired.Relayed += st.Relayed
 }
 
 func (c *ioCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.slots, c.inflight, c.hedges, c.wins, c.retries} {
+	for _, d := range []*prometheus.Desc{c.slots, c.inflight, c.hedges, c.wins, c.retries, c.relayed} {
 		ch <- d
 	}
 }
@@ -135,6 +137,7 @@ func (c *ioCollector) Collect(ch chan<- prometheus.Metric) {
 		sum.Hedges += st.Hedges
 		sum.HedgeWins += st.HedgeWins
 		sum.Retries += st.Retries
+		sum.Relayed += st.Relayed
 	}
 	c.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(c.slots, prometheus.GaugeValue, float64(slots))
@@ -142,4 +145,5 @@ func (c *ioCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.hedges, prometheus.CounterValue, float64(sum.Hedges))
 	ch <- prometheus.MustNewConstMetric(c.wins, prometheus.CounterValue, float64(sum.HedgeWins))
 	ch <- prometheus.MustNewConstMetric(c.retries, prometheus.CounterValue, float64(sum.Retries))
+	ch <- prometheus.MustNewConstMetric(c.relayed, prometheus.CounterValue, float64(sum.Relayed))
 }

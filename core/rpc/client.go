@@ -95,6 +95,12 @@ func (c *Client) do(ctx context.Context, addr string, method Method, msg, payloa
 	return out, err
 }
 
+// releaseGrace is how long a call whose context ended waits for the writer
+// to finish sending its payload before closing the connection instead (the
+// writer's own bound, WriteTimeout, is far longer: it is for a slow peer, not
+// for a caller that has given up).
+const releaseGrace = time.Second
+
 // maxAttempts bounds how often a call moves to another connection because
 // the one it picked broke before the request was queued (so it was
 // certainly not sent).
@@ -173,7 +179,14 @@ func (c *Client) wait(ctx context.Context, cc *clientConn, id uint64, cl *call, 
 			// everything anyway.
 			_ = cc.w.enqueue(newOutFrame(Header{Kind: KindCancel, ID: id, Method: method}, nil, nil, false))
 		}
-		out.release()
+		if !out.releaseWithin(releaseGrace) {
+			// The peer takes no more of the request (a host cut off, a
+			// reader stuck): the caller's payload is still being written and
+			// the caller wants it back now. Closing the connection ends the
+			// write; its other calls fail with Unavailable and are retried.
+			cc.fail(unavailable(nil, "%s: %s stopped taking the request; connection closed", method, cc.addr))
+			out.release()
+		}
 		cc.finish()
 		return nil, contextError(ctx, method)
 	}

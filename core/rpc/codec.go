@@ -99,5 +99,5 @@ func decodeError(code Code, b []byte) *Error {
 	if code == OK {
 		code = Unknown
 	}
-	return &Error{Code: code, Message: m.Message}
+	return &Error{Code: code, Message: m.Message, peer: true}
 }

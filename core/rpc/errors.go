@@ -99,6 +99,7 @@ type Error struct {
 	Message string
 
 	cause error // local only, never sent; reachable through Unwrap
+	peer  bool  // the peer answered with this error
 }
 
 // Errorf returns an *Error with code and a formatted message. A %w verb in
@@ -195,6 +196,14 @@ func toWire(err error) (Code, string) {
 }
 
 // unavailable wraps a transport failure.
+// FromPeer reports whether err is an answer the peer sent (its handler
+// refused the call), as opposed to one made on this side: no connection, a
+// connection that broke, a deadline that passed with no answer.
+func FromPeer(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.peer
+}
+
 func unavailable(cause error, format string, args ...any) *Error {
 	msg := fmt.Sprintf(format, args...)
 	if cause != nil {

@@ -84,3 +84,27 @@ func TestRegisterCodeRejectsReservedRange(t *testing.T) {
 	}()
 	rpc.RegisterCode(rpc.NotFound, "Mine")
 }
+
+// FromPeer tells an error the server answered with from one made on this side.
+func TestFromPeer(t *testing.T) {
+	ts := startServer(t, rpc.Options{})
+	c := newClient(t, rpc.Options{})
+	ctx := context.Background()
+	_, _, err := rpc.Call[echoReq, echoResp](ctx, c, ts.addr, methodFail, &echoReq{Fail: "notfound"}, nil)
+	if rpc.CodeOf(err) != rpc.NotFound || !rpc.FromPeer(err) || !rpc.FromPeer(fmt.Errorf("x: %w", err)) {
+		t.Fatalf("the server's NotFound: %v, FromPeer %v", err, rpc.FromPeer(err))
+	}
+	ts.srv.Close()
+	_, _, err = callEcho(ctx, c, ts.addr, "anyone?", nil)
+	if rpc.CodeOf(err) != rpc.Unavailable || rpc.FromPeer(err) {
+		t.Fatalf("a call to a closed server: %v, FromPeer %v", err, rpc.FromPeer(err))
+	}
+	dctx, cancel := context.WithTimeout(ctx, 0)
+	defer cancel()
+	if _, _, err := callEcho(dctx, c, ts.addr, "late", nil); rpc.FromPeer(err) {
+		t.Fatalf("a call past its deadline: %v is from the peer", err)
+	}
+	if rpc.FromPeer(rpc.Errorf(rpc.Unavailable, "made here")) || rpc.FromPeer(errors.New("plain")) {
+		t.Fatal("an error made on this side is from the peer")
+	}
+}

@@ -758,3 +758,78 @@ func TestContextAlreadyDone(t *testing.T) {
 		})
 	}
 }
+
+// gateConn is a connection whose writes can be held, as on a link that
+// starts dropping every packet: a held write blocks until the gate opens or
+// the connection closes.
+type gateConn struct {
+	net.Conn
+	held   atomic.Bool
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *gateConn) Write(p []byte) (int, error) {
+	if c.held.Load() {
+		<-c.closed
+		return 0, net.ErrClosed
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *gateConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+// TestCallEndsWhenPeerStopsTaking: a call whose request payload the peer
+// stops taking mid-write ends with its context (not after the writer's far
+// longer WriteTimeout); that connection is closed and the next call goes on
+// another.
+func TestCallEndsWhenPeerStopsTaking(t *testing.T) {
+	ts := startServer(t, rpc.Options{})
+	var conns []*gateConn
+	var mu sync.Mutex
+	c := newClient(t, rpc.Options{WriteTimeout: time.Hour, Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+		nc, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		g := &gateConn{Conn: nc, closed: make(chan struct{})}
+		mu.Lock()
+		conns = append(conns, g)
+		mu.Unlock()
+		return g, nil
+	}})
+	if _, _, err := callEcho(context.Background(), c, ts.addr, "warm", nil); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	first := conns[0]
+	mu.Unlock()
+	first.held.Store(true)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		_, _, err := callEcho(ctx, c, ts.addr, "stuck", testPayload(4<<20))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("the stuck call: %v, want DeadlineExceeded", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a call whose payload the peer stopped taking did not end with its context")
+	}
+	resp, _, err := callEcho(context.Background(), c, ts.addr, "again", nil)
+	if err != nil || resp.Text != "again" {
+		t.Fatalf("the next call: %+v, %v", resp, err)
+	}
+	select {
+	case <-first.closed:
+	default:
+		t.Fatal("the connection the peer stopped taking is still open")
+	}
+}

@@ -101,6 +101,22 @@ func (f *outFrame) release() {
 	<-f.written
 }
 
+// releaseWithin is release bounded by d; it reports whether the writer let
+// go of the payload in time.
+func (f *outFrame) releaseWithin(d time.Duration) bool {
+	if f.written == nil || f.withdraw() || f.state.Load() == frameWithdrawn {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-f.written:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 // connWriter owns the write side of a connection. Senders enqueue frames and
 // return; one goroutine writes them, coalescing small frames that arrive
 // together into one buffer and one syscall, and sending large payloads with

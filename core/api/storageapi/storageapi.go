@@ -65,6 +65,11 @@ type WriteReq struct {
 	// not forward it.
 	Resync    bool   `cbor:"11,keyasint,omitempty"`
 	CommitVer uint32 `cbor:"12,keyasint,omitempty"`
+
+	// Relay asks a replica of the chain to pass a client's update on to the
+	// chain's head and return its answer: the way in for a client that
+	// reaches the chain but not its head.
+	Relay bool `cbor:"13,keyasint,omitempty"`
 }
 
 // ChunkMeta is a chunk's state on one replica.

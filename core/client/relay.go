@@ -1,0 +1,68 @@
+package client
+
+import (
+	"sync"
+	"time"
+
+	"github.com/flyfs/flyfs/core/routing"
+)
+
+// A client can be cut off from a chain's head while the chain still reaches
+// it (a partition between clients and one storage node): routing keeps the
+// head, and every update sent to it waits out AttemptTimeout. Such a client
+// writes through another serving replica of the chain instead, which relays
+// the update to the head (storageapi.WriteReq.Relay). The head stays the one
+// place an update enters the chain: deduplication, versions and ordering are
+// unchanged, and a relayed retry of an update is recognised by its tag.
+
+// relayHold is how long a node that failed to answer stays suspect: updates
+// to chains it heads go through a relay until then, and then try it again.
+const relayHold = 20 * time.Second
+
+// suspects remembers the storage nodes this client recently failed to reach.
+type suspects struct {
+	mu    sync.Mutex
+	until map[routing.NodeID]time.Time
+}
+
+func (s *suspects) mark(n routing.NodeID, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.until == nil {
+		s.until = map[routing.NodeID]time.Time{}
+	}
+	s.until[n] = now.Add(relayHold)
+}
+
+func (s *suspects) clear(n routing.NodeID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.until, n)
+}
+
+func (s *suspects) suspect(n routing.NodeID, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.until[n]
+	if ok && !now.Before(u) {
+		delete(s.until, n)
+		return false
+	}
+	return ok
+}
+
+// writeEntry picks the node an update of chain enters through: its head,
+// unless the head's node is suspect and another serving replica's node is
+// not, in which case that replica relays it (the first such one after the
+// head, so one chain's relayed updates take one path).
+func writeEntry(chain *routing.Chain, head routing.Target, suspect func(routing.NodeID) bool) (node routing.NodeID, relay bool) {
+	if !suspect(head.Node) {
+		return head.Node, false
+	}
+	for _, t := range chain.Targets {
+		if t.ID != head.ID && t.Public == routing.Serving && t.Node != head.Node && !suspect(t.Node) {
+			return t.Node, true
+		}
+	}
+	return head.Node, false
+}
