@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -285,6 +286,9 @@ func TestChainsAndHold(t *testing.T) {
 	b.must("GET", "/api/overview", nil, &o)
 	if o.Health.State != "degraded" || o.Chains.Degraded != 1 {
 		t.Errorf("overview with a held target: %+v %+v", o.Health, o.Chains)
+	}
+	if !slices.Contains(o.Health.Reasons, "1 target(s) offline: 402 (chain 4, node 2)") {
+		t.Errorf("the overview does not name the offline target (the TargetOffline alert): %q", o.Health.Reasons)
 	}
 	b.must("POST", "/api/targets/402/online", nil, nil)
 	waitChains(t, b, func(p chainsJSON) bool { return p.Degraded == 0 }, "every chain serving again")

@@ -264,8 +264,14 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 	}
 
 	var unavailable, degraded []routing.ChainID
+	var offline []string
 	for _, ch := range info.Chains {
 		out.Chains.Total++
+		for _, t := range ch.Targets {
+			if t.Public == routing.Offline {
+				offline = append(offline, fmt.Sprintf("%d (chain %d, node %d)", t.ID, ch.ID, t.Node))
+			}
+		}
 		switch chainState(ch) {
 		case "unavailable":
 			out.Chains.Unavailable++
@@ -285,6 +291,10 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(degraded) > 0 {
 		bad("degraded", fmt.Sprintf("%d chain(s) run with fewer replicas than configured: %s", len(degraded), idList(degraded)))
+	}
+	if len(offline) > 0 {
+		slices.Sort(offline)
+		bad("degraded", fmt.Sprintf("%d target(s) offline: %s", len(offline), strings.Join(offline, ", ")))
 	}
 	if out.Chains.Total == 0 {
 		bad("unavailable", "no chains are configured: nothing can be stored")
