@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -443,6 +444,33 @@ func FuzzCORSConfig(f *testing.F) {
 			if m, _ := matchCORS(rules, origin, r.AllowedMethods[0], nil); m == nil {
 				t.Fatalf("%q: no rule allows %q %s", body, origin, r.AllowedMethods[0])
 			}
+		}
+	})
+}
+
+// FuzzPostPolicy: any policy document and form either passes the checks
+// or is refused with an S3 error; a policy that parses keeps
+// 0 <= min <= max.
+func FuzzPostPolicy(f *testing.F) {
+	f.Add(`{"expiration": "2030-01-01T00:00:00Z", "conditions": [{"bucket": "b"}, ["starts-with", "$key", "u/"], ["content-length-range", 1, 10]]}`, "u/x", "multipart/form-data; boundary=x", "--x\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nk\r\n--x--\r\n")
+	f.Add(`{"expiration": 1, "conditions": [[]]}`, "", "multipart/form-data", "")
+	f.Add(`{"expiration": "2030-01-01T00:00:00Z", "conditions": [["content-length-range", "9", 99999999999999999999]]}`, "k", "text/plain", "--x--")
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, doc, key, contentType, form string) {
+		p, err := parsePostPolicy(base64.StdEncoding.EncodeToString([]byte(doc)))
+		if err == nil {
+			if p.minLen < 0 || p.maxLen < p.minLen {
+				t.Fatalf("%q: range %d..%d", doc, p.minLen, p.maxLen)
+			}
+			err = p.check(map[string]string{"key": key}, "b", now)
+		}
+		if err != nil && toAPIError(err).Code == "InternalError" {
+			t.Fatalf("%q: an internal error for bad input: %v", doc, err)
+		}
+		r := httptest.NewRequest("POST", "/b", strings.NewReader(form))
+		r.Header.Set("Content-Type", contentType)
+		if _, _, err := readPostForm(r, r.Body); err != nil && toAPIError(err).Code == "InternalError" {
+			t.Fatalf("%q: an internal error for a bad form: %v", form, err)
 		}
 	})
 }

@@ -127,7 +127,7 @@ func (g *Gateway) opTables() (bucket, object opTable) {
 			"HEAD":   one(route{"HeadBucket", rd, true, g.headBucket}),
 			"PUT":    one(route{"CreateBucket", "", false, g.createBucket}),
 			"DELETE": one(route{"DeleteBucket", rw, false, g.deleteBucket}),
-			"POST":   one(route{op: "PostObject"}), // a browser form upload: refused to anyone, signed or not
+			"POST":   one(route{"PostObject", access.ReadWrite, false, g.postObject}), // a browser form upload, authorized by its policy
 		},
 		"abac":       g.configOps("GetBucketAbac", "PutBucketAbac", "", ""),
 		"accelerate": {"GET": one(route{"GetBucketAccelerateConfiguration", rd, false, g.getBucketAccelerate}), "PUT": one(ni("PutBucketAccelerateConfiguration"))},
@@ -370,7 +370,7 @@ func (g *Gateway) serve(rt route, w http.ResponseWriter, r *http.Request, rc *re
 // give (a version, a protection header).
 func (g *Gateway) admit(r *http.Request, rc *reqCtx, rt route) error {
 	if rt.op == "PostObject" {
-		return nil // refused below, to anyone
+		return nil // authorized by the signature of its form's policy (post.go)
 	}
 	if err := g.authorize(r, rc, rt); err != nil {
 		return err

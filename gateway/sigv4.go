@@ -235,6 +235,10 @@ func parseSigRequest(r *http.Request) (*sigRequest, error) {
 		}
 		return sr, nil
 	}
+	if q.Has("AWSAccessKeyId") && q.Has("Signature") {
+		// A SigV2 presigned URL (boto3's default before 1.36, s3cmd signurl).
+		return nil, errCode("InvalidRequest", "Signature Version 2 is not supported: presign the URL with SigV4 (AWS4-HMAC-SHA256; boto3: Config(signature_version=\"s3v4\")).")
+	}
 	return &sigRequest{kind: authAnonymous, payloadHash: unsignedPayload}, nil
 }
 

@@ -20,6 +20,7 @@ type staged struct {
 	in   metaapi.Inode
 	md5  string // hex
 	sum  string // the additional checksum (base64), if one was asked for
+	size int64
 }
 
 func newStagingName() string {
@@ -72,7 +73,7 @@ func (g *Gateway) stage(ctx context.Context, rc *reqCtx, body interface{ Read([]
 	if size >= 0 && n != size {
 		return nil, errCode("IncompleteBody", "You did not provide the number of bytes specified by the Content-Length HTTP header (%d of %d).", n, size)
 	}
-	st.in = f.Inode()
+	st.in, st.size = f.Inode(), n
 	st.md5 = hex.EncodeToString(m.Sum(nil))
 	if contentMD5 != "" {
 		want, err := base64.StdEncoding.DecodeString(contentMD5)

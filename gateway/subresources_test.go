@@ -163,7 +163,7 @@ var walkOps = map[string]walkWant{
 	"b GET list-type=2":                              done("ListObjectsV2", 200),
 	"b HEAD ":                                        done("HeadBucket", 200),
 	"b PUT ":                                         {"CreateBucket", 400, "MalformedXML"},
-	"b POST ":                                        unimpl("PostObject"),
+	"b POST ":                                        {"PostObject", 412, "PreconditionFailed"},
 	"o GET ":                                         done("GetObject", 200),
 	"o HEAD ":                                        done("HeadObject", 200),
 	"o PUT x-id=PutObjectRetention&retention":        unimpl("PutObjectRetention"),
@@ -355,10 +355,10 @@ func TestLiveSubresourceWalk(t *testing.T) {
 	if b := buckets(); !slices.Equal(b, wantBuckets) {
 		t.Fatalf("the service requests changed the buckets: %q", b)
 	}
-	// A browser form upload (unsigned: the form carries its signature) is
-	// refused as what it is, not as anonymous access.
+	// A browser form upload (unsigned: the form carries its signature)
+	// without a signed policy is refused as such.
 	resp, _ := http.Post(l.url+"/walkb", "multipart/form-data; boundary=x", strings.NewReader("--x--\r\n"))
-	if e := readError(t, resp); resp.StatusCode != 501 || !strings.Contains(e.Message, "PostObject") {
+	if e := readError(t, resp); resp.StatusCode != 403 || !strings.Contains(e.Message, "SigV4-signed policy") {
 		t.Errorf("POST Object: %d %+v", resp.StatusCode, e)
 	}
 	// Two subresources at once name no one operation.

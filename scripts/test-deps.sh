@@ -3,7 +3,8 @@
 # fusermount path of the FUSE mount), awscli and rclone (real S3 clients
 # against the gateway), chromium (the console's browser tests), docker-compose
 # (to check docker-compose.yml; there is no Docker engine), rsync (the mount's
-# rsync round trip). Only what is
+# rsync round trip), python3-boto3 (boto3's presigned POST and URLs against
+# the gateway). Only what is
 # missing is installed; without root or apt the tests that need a package
 # skip and say so.
 set -uo pipefail
@@ -14,6 +15,7 @@ command -v rclone >/dev/null 2>&1 || need+=(rclone)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
 command -v rsync >/dev/null 2>&1 || need+=(rsync)
+/usr/bin/python3 -c 'import boto3' >/dev/null 2>&1 || need+=(python3-boto3)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
 	echo "test-deps: cannot install ${need[*]} (needs root and apt-get); their tests will skip" >&2
