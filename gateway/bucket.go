@@ -240,6 +240,7 @@ func (g *Gateway) deleteBucket(w http.ResponseWriter, r *http.Request, rc *reqCt
 		return err
 	}
 	g.bcache.drop(rc.bucket)
+	g.acache.drop(rc.bucket)
 	if err := g.meta.Rmdir(ctx, g.rootIno, rc.bucket); err != nil {
 		return nsError(err, bucketDelete, "")
 	}
@@ -298,6 +299,13 @@ func (g *Gateway) putBucketACL(w http.ResponseWriter, r *http.Request, rc *reqCt
 	}
 	switch r.Header.Get("X-Amz-Acl") {
 	case "public-read":
+		pab, perr := g.loadPublicAccessBlock(ctx, in.ID)
+		if perr != nil {
+			return perr
+		}
+		if pab != nil && pab.BlockPublicAcls {
+			return errCode("AccessDenied", "The bucket's public access block (BlockPublicAcls) refuses a public ACL.")
+		}
 		err = g.meta.SetXattr(ctx, in.ID, xattrACL, []byte("public-read"), 0)
 	case "private":
 		err = g.meta.RemoveXattr(ctx, in.ID, xattrACL)
@@ -310,6 +318,7 @@ func (g *Gateway) putBucketACL(w http.ResponseWriter, r *http.Request, rc *reqCt
 	if err != nil {
 		return err
 	}
+	g.acache.drop(rc.bucket)
 	w.WriteHeader(http.StatusOK)
 	return nil
 }

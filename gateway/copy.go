@@ -42,8 +42,8 @@ func (g *Gateway) copySourceObject(ctx context.Context, r *http.Request, rc *req
 	if err != nil {
 		return objectPath{}, metaapi.Inode{}, nil, err
 	}
-	if !rc.key.Allows(sb, access.Read) {
-		return objectPath{}, metaapi.Inode{}, nil, errCode("AccessDenied", "")
+	if err := g.decide(r, rc, "GetObject", sb, sk, access.Read, false); err != nil {
+		return objectPath{}, metaapi.Inode{}, nil, err
 	}
 	if _, err := g.bucketInode(ctx, sb); err != nil {
 		return objectPath{}, metaapi.Inode{}, nil, err

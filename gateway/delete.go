@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/flyfs/flyfs/core/access"
 	"github.com/flyfs/flyfs/core/api/metaapi"
 )
 
@@ -155,6 +156,9 @@ func (g *Gateway) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqC
 				if errs[i] = versionIDError(obj.VersionID); errs[i] != nil {
 					return
 				}
+			}
+			if errs[i] = g.decide(r, rc, "DeleteObject", rc.bucket, obj.Key, access.ReadWrite, false); errs[i] != nil {
+				return
 			}
 			errs[i] = g.deleteOne(ctx, rc.bucket, obj.Key, obj.ETag)
 		}(i, obj)

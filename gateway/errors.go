@@ -62,6 +62,7 @@ var s3Errors = map[string]struct {
 	"InvalidStorageClass":                 {http.StatusBadRequest, "The storage class you specified is not valid."},
 	"InvalidTag":                          {http.StatusBadRequest, "The tag provided was not a valid tag."},
 	"KeyTooLongError":                     {http.StatusBadRequest, "Your key is too long."},
+	"MalformedPolicy":                     {http.StatusBadRequest, "Policies must be valid JSON and the first byte must be '{'."},
 	"MalformedXML":                        {http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."},
 	"MalformedTrailerError":               {http.StatusBadRequest, "The request contained trailing data that was not well-formed or did not conform to our published schema."},
 	"MaxMessageLengthExceeded":            {http.StatusBadRequest, "Your request was too big."},

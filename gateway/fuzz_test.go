@@ -474,3 +474,29 @@ func FuzzPostPolicy(f *testing.F) {
 		}
 	})
 }
+
+// FuzzBucketPolicy: any document is a policy or MalformedPolicy; a policy
+// decides any request without a panic.
+func FuzzBucketPolicy(f *testing.F) {
+	f.Add(`{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:Get*", "Resource": "arn:aws:s3:::b/p/*", "Condition": {"IpAddress": {"aws:SourceIp": "10.0.0.0/8"}, "StringLikeIfExists": {"s3:prefix": ["a*", 1, true]}}}]}`, "s3:GetObject", "b/p/x", "10.1.2.3")
+	f.Add(`{"Statement": {"Effect": "Deny", "Principal": {"AWS": ["arn:aws:iam::1:user/K"]}, "NotAction": "s3:*", "NotResource": "arn:aws:s3:::b", "Condition": {"Null": {"aws:Referer": "true"}, "DateLessThan": {"aws:CurrentTime": "2030-01-01"}}}}`, "s3:ListBucket", "b", "::1")
+	f.Add(`{"Statement": []}`, "", "", "")
+	f.Fuzz(func(t *testing.T, doc, action, resource, ip string) {
+		p, err := parseBucketPolicy([]byte(doc), "b")
+		if err != nil {
+			if toAPIError(err).Code != "MalformedPolicy" {
+				t.Fatalf("%q: %v", doc, err)
+			}
+			return
+		}
+		p.public()
+		for _, who := range []string{"", "K"} {
+			p.decide(policyRequest{principal: who, action: action, resource: resource, value: func(k string) ([]string, bool) {
+				if k == "aws:sourceip" || k == "s3:prefix" || k == "aws:currenttime" {
+					return []string{ip}, true
+				}
+				return nil, false
+			}})
+		}
+	})
+}

@@ -72,6 +72,7 @@ type Gateway struct {
 
 	mcache metaCache
 	bcache bucketCache
+	acache authCache
 
 	errLog errLimiter // 5xx lines at warn
 
@@ -184,6 +185,9 @@ type reqCtx struct {
 	chunked *chunkedReader
 	// size is the decoded payload length (-1: unknown).
 	size int64
+	// anonOwner owns what an anonymous caller creates (its bucket's owner),
+	// set when a bucket policy admits it.
+	anonOwner client.Creds
 }
 
 type ctxKey struct{}
@@ -401,7 +405,7 @@ func writeXML(w http.ResponseWriter, v any) error {
 // creds are the owner ids stamped on what a request creates.
 func (rc *reqCtx) creds() client.Creds {
 	if rc.key == nil {
-		return client.Creds{}
+		return rc.anonOwner
 	}
 	return client.Creds{UID: rc.key.UID, GID: rc.key.GID}
 }

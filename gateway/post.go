@@ -130,9 +130,6 @@ func (g *Gateway) authorizePost(r *http.Request, fields map[string]string, bucke
 	if err := p.check(fields, bucket, g.now()); err != nil {
 		return nil, nil, err
 	}
-	if !k.Allows(bucket, access.ReadWrite) {
-		return nil, nil, errCode("AccessDenied", "")
-	}
 	return k, p, nil
 }
 
@@ -202,6 +199,9 @@ func (g *Gateway) postObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 	}
 	key = strings.ReplaceAll(key, "${filename}", path.Base(strings.ReplaceAll(file.FileName(), "\\", "/")))
 	rc.object = key
+	if err := g.decide(r, rc, rc.op, rc.bucket, key, access.ReadWrite, false); err != nil {
+		return err
+	}
 	o, err := parseKey(rc.bucket, key)
 	if err != nil {
 		return err

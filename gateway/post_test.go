@@ -215,7 +215,9 @@ func TestLivePostObject(t *testing.T) {
 			}
 		}, []byte("x"), 403, "AccessDenied", "SigV4-signed policy"},
 		{"SSE in the policy", func(p *minio.PostPolicy) { p.SetUserData("server-side-encryption", "AES256") }, nil, []byte("x"), 501, "NotImplemented", "encryption"},
-		{"SSE-C beside it", func(p *minio.PostPolicy) { p.SetEncryption(encrypt.DefaultPBKDF([]byte("pw"), []byte("forms/uploads/refused"))) }, nil, []byte("x"), 501, "NotImplemented", "customer-provided key"},
+		{"SSE-C beside it", func(p *minio.PostPolicy) {
+			p.SetEncryption(encrypt.DefaultPBKDF([]byte("pw"), []byte("forms/uploads/refused")))
+		}, nil, []byte("x"), 501, "NotImplemented", "customer-provided key"},
 		{"an object ACL", nil, func(fd map[string]string) { fd["acl"] = "public-read" }, []byte("x"), 501, "NotImplemented", "ACL"},
 		{"another bucket in the form", nil, func(fd map[string]string) { fd["bucket"] = "other" }, []byte("x"), 400, "InvalidArgument", "bucket field"},
 	} {

@@ -157,12 +157,20 @@ func (g *Gateway) opTables() (bucket, object opTable) {
 		"notification":            {"GET": one(route{"GetBucketNotificationConfiguration", rd, false, g.getBucketNotification}), "PUT": one(ni("PutBucketNotificationConfiguration"))},
 		"object-lock":             g.configOps("GetObjectLockConfiguration", "PutObjectLockConfiguration", "", "ObjectLockConfigurationNotFoundError"),
 		"ownershipControls":       g.configOps("GetBucketOwnershipControls", "PutBucketOwnershipControls", "DeleteBucketOwnershipControls", "OwnershipControlsNotFoundError"),
-		"policy":                  g.configOps("GetBucketPolicy", "PutBucketPolicy", "DeleteBucketPolicy", "NoSuchBucketPolicy"),
-		"policyStatus":            g.configOps("GetBucketPolicyStatus", "", "", "NoSuchBucketPolicy"),
-		"publicAccessBlock":       g.configOps("GetPublicAccessBlock", "PutPublicAccessBlock", "DeletePublicAccessBlock", "NoSuchPublicAccessBlockConfiguration"),
-		"replication":             g.configOps("GetBucketReplication", "PutBucketReplication", "DeleteBucketReplication", "ReplicationConfigurationNotFoundError"),
-		"requestPayment":          {"GET": one(route{"GetBucketRequestPayment", rd, false, g.getBucketRequestPayment}), "PUT": one(ni("PutBucketRequestPayment"))},
-		"session":                 {"GET": one(ni("CreateSession"))},
+		"policy": {
+			"GET":    one(route{"GetBucketPolicy", rd, false, g.getBucketPolicy}),
+			"PUT":    one(route{"PutBucketPolicy", rw, false, g.putBucketPolicy}),
+			"DELETE": one(route{"DeleteBucketPolicy", rw, false, g.deleteBucketPolicy}),
+		},
+		"policyStatus": {"GET": one(route{"GetBucketPolicyStatus", rd, false, g.getBucketPolicyStatus})},
+		"publicAccessBlock": {
+			"GET":    one(route{"GetPublicAccessBlock", rd, false, g.getPublicAccessBlock}),
+			"PUT":    one(route{"PutPublicAccessBlock", rw, false, g.putPublicAccessBlock}),
+			"DELETE": one(route{"DeletePublicAccessBlock", rw, false, g.deletePublicAccessBlock}),
+		},
+		"replication":    g.configOps("GetBucketReplication", "PutBucketReplication", "DeleteBucketReplication", "ReplicationConfigurationNotFoundError"),
+		"requestPayment": {"GET": one(route{"GetBucketRequestPayment", rd, false, g.getBucketRequestPayment}), "PUT": one(ni("PutBucketRequestPayment"))},
+		"session":        {"GET": one(ni("CreateSession"))},
 		"tagging": {
 			"GET":    one(route{"GetBucketTagging", rd, false, g.getBucketTagging}),
 			"PUT":    one(route{"PutBucketTagging", rw, false, g.putBucketTagging}),
@@ -410,13 +418,10 @@ func (g *Gateway) authorize(r *http.Request, rc *reqCtx, rt route) error {
 		// A name no bucket can have: report it as missing, as S3 does.
 		return errCode("NoSuchBucket", "")
 	}
-	if rc.key == nil {
-		if rt.publicRead && rc.bucket != "" && g.bucketPublicRead(r.Context(), rc.bucket) {
-			return nil
-		}
-		return errCode("AccessDenied", "Anonymous access is refused: sign the request, or make the bucket public-read.")
-	}
 	if rt.need == "" {
+		if rc.key == nil {
+			return errCode("AccessDenied", "Anonymous access is refused: sign the request.")
+		}
 		if rt.op == "CreateBucket" && !rc.key.Allows(rc.bucket, access.ReadWrite) {
 			// A name that is taken is taken for everyone, as in S3.
 			if access.ValidBucketName(rc.bucket) && g.nameTaken(r.Context(), rc.bucket) {
@@ -426,10 +431,14 @@ func (g *Gateway) authorize(r *http.Request, rc *reqCtx, rt route) error {
 		}
 		return nil
 	}
-	if !rc.key.Allows(rc.bucket, rt.need) {
-		return errCode("AccessDenied", "")
+	if rt.op == "DeleteObjects" {
+		// Decided key by key (deleteObjects): a policy may allow or deny
+		// some of them.
+		if a, err := g.bucketAuthOf(r.Context(), rc.bucket); err != nil || a.policy != nil {
+			return err
+		}
 	}
-	return nil
+	return g.decide(r, rc, rt.op, rc.bucket, rc.object, rt.need, rt.publicRead)
 }
 
 func (g *Gateway) notImplemented(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {

@@ -107,12 +107,12 @@ var walkOps = map[string]walkWant{
 	"b PUT ownershipControls":                        unimpl("PutBucketOwnershipControls"),
 	"b DELETE ownershipControls":                     unimpl("DeleteBucketOwnershipControls"),
 	"b GET policy":                                   absent("GetBucketPolicy", "NoSuchBucketPolicy"),
-	"b PUT policy":                                   unimpl("PutBucketPolicy"),
-	"b DELETE policy":                                unimpl("DeleteBucketPolicy"),
+	"b PUT policy":                                   {"PutBucketPolicy", 400, "MalformedPolicy"},
+	"b DELETE policy":                                done("DeleteBucketPolicy", 204),
 	"b GET policyStatus":                             absent("GetBucketPolicyStatus", "NoSuchBucketPolicy"),
 	"b GET publicAccessBlock":                        absent("GetPublicAccessBlock", "NoSuchPublicAccessBlockConfiguration"),
-	"b PUT publicAccessBlock":                        unimpl("PutPublicAccessBlock"),
-	"b DELETE publicAccessBlock":                     unimpl("DeletePublicAccessBlock"),
+	"b PUT publicAccessBlock":                        {"PutPublicAccessBlock", 400, "MalformedXML"},
+	"b DELETE publicAccessBlock":                     done("DeletePublicAccessBlock", 204),
 	"b GET replication":                              absent("GetBucketReplication", "ReplicationConfigurationNotFoundError"),
 	"b PUT replication":                              unimpl("PutBucketReplication"),
 	"b DELETE replication":                           unimpl("DeleteBucketReplication"),
@@ -412,7 +412,6 @@ func TestLiveSubresourcesSDK(t *testing.T) {
 	cb := aws.String("cfg")
 	id := aws.String("x")
 	for name, call := range map[string]func() error{
-		"DeleteBucketPolicy": func() error { _, err := c.DeleteBucketPolicy(ctx, &s3.DeleteBucketPolicyInput{Bucket: cb}); return err },
 		"DeleteBucketLifecycle": func() error {
 			_, err := c.DeleteBucketLifecycle(ctx, &s3.DeleteBucketLifecycleInput{Bucket: cb})
 			return err
@@ -427,10 +426,6 @@ func TestLiveSubresourcesSDK(t *testing.T) {
 		},
 		"DeleteBucketReplication": func() error {
 			_, err := c.DeleteBucketReplication(ctx, &s3.DeleteBucketReplicationInput{Bucket: cb})
-			return err
-		},
-		"DeletePublicAccessBlock": func() error {
-			_, err := c.DeletePublicAccessBlock(ctx, &s3.DeletePublicAccessBlockInput{Bucket: cb})
 			return err
 		},
 		"DeleteBucketOwnershipControls": func() error {
@@ -461,6 +456,17 @@ func TestLiveSubresourcesSDK(t *testing.T) {
 		if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: cb}); err != nil {
 			t.Fatalf("%s deleted the bucket: %v", name, err)
 		}
+	}
+	// Deleting a configuration a bucket does not have is a 204 that leaves
+	// the bucket.
+	if _, err := c.DeleteBucketPolicy(ctx, &s3.DeleteBucketPolicyInput{Bucket: cb}); err != nil {
+		t.Errorf("DeleteBucketPolicy: %v", err)
+	}
+	if _, err := c.DeletePublicAccessBlock(ctx, &s3.DeletePublicAccessBlockInput{Bucket: cb}); err != nil {
+		t.Errorf("DeletePublicAccessBlock: %v", err)
+	}
+	if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: cb}); err != nil {
+		t.Fatalf("a configuration's delete deleted the bucket: %v", err)
 	}
 	// What a bucket without these features reads as, as AWS answers it.
 	if out, err := c.GetBucketNotificationConfiguration(ctx, &s3.GetBucketNotificationConfigurationInput{Bucket: cb}); err != nil ||
