@@ -638,6 +638,8 @@ var opActions = map[string]string{
 	"DeleteBucketCors": "s3:PutBucketCORS", "DeleteBucketTagging": "s3:PutBucketTagging",
 	"GetPublicAccessBlock": "s3:GetBucketPublicAccessBlock", "PutPublicAccessBlock": "s3:PutBucketPublicAccessBlock",
 	"DeletePublicAccessBlock": "s3:PutBucketPublicAccessBlock", "RenameObject": "s3:PutObject",
+	"GetBucketLifecycleConfiguration": "s3:GetLifecycleConfiguration", "PutBucketLifecycleConfiguration": "s3:PutLifecycleConfiguration",
+	"DeleteBucketLifecycle": "s3:PutLifecycleConfiguration",
 }
 
 func actionOf(op string) string {

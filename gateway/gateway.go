@@ -47,6 +47,10 @@ type Config struct {
 	Logger   *slog.Logger
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
+	// LifecycleInterval is how often the gateway applies the buckets'
+	// lifecycle rules (0: DefaultLifecycleInterval; negative: never, for
+	// tests that run passes themselves).
+	LifecycleInterval time.Duration
 }
 
 // Gateway is the S3 HTTP handler.
@@ -159,6 +163,13 @@ func New(cfg Config) (*Gateway, error) {
 	g.router = g.routes()
 	g.wg.Add(1)
 	go g.sweepStaging()
+	if cfg.LifecycleInterval == 0 {
+		cfg.LifecycleInterval = DefaultLifecycleInterval
+	}
+	if cfg.LifecycleInterval > 0 {
+		g.wg.Add(1)
+		go g.runLifecycle(cfg.LifecycleInterval)
+	}
 	return g, nil
 }
 

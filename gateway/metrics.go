@@ -24,6 +24,9 @@ type metrics struct {
 	bytesOut *prometheus.CounterVec
 	// completions counts CompleteMultipartUpload by zero-copy or assembled.
 	completions *prometheus.CounterVec
+	// lifecycle counts what lifecycle rules removed: objects expired,
+	// uploads aborted.
+	lifecycle *prometheus.CounterVec
 }
 
 func newMetrics(r prometheus.Registerer, g prometheus.Gatherer) *metrics {
@@ -38,6 +41,8 @@ func newMetrics(r prometheus.Registerer, g prometheus.Gatherer) *metrics {
 			Help: "Response body bytes by operation."}, []string{"op"}),
 		completions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "flyfs", Subsystem: "s3", Name: "multipart_completions_total",
 			Help: "Completed multipart uploads, by whether completion moved no data (zero_copy=true) or assembled the parts."}, []string{"zero_copy"}),
+		lifecycle: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "flyfs", Subsystem: "s3", Name: "lifecycle_removals_total",
+			Help: "What bucket lifecycle rules removed: objects expired (action=expired), multipart uploads aborted (action=aborted)."}, []string{"action"}),
 	}
 	if r != nil {
 		// A second gateway on one registerer shares the first one's
@@ -47,9 +52,10 @@ func newMetrics(r prometheus.Registerer, g prometheus.Gatherer) *metrics {
 		m.bytesIn = observe.Register(r, m.bytesIn)
 		m.bytesOut = observe.Register(r, m.bytesOut)
 		m.completions = observe.Register(r, m.completions)
+		m.lifecycle = observe.Register(r, m.lifecycle)
 	}
 	m.own = prometheus.NewRegistry()
-	m.own.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut, m.completions)
+	m.own.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut, m.completions, m.lifecycle)
 	m.served = g
 	if m.served == nil {
 		m.served = m.own

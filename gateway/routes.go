@@ -145,7 +145,11 @@ func (g *Gateway) opTables() (bucket, object opTable) {
 		"encryption":              g.configOps("GetBucketEncryption", "PutBucketEncryption", "DeleteBucketEncryption", "ServerSideEncryptionConfigurationNotFoundError"),
 		"intelligent-tiering":     idConfigOps("IntelligentTiering", "ListBucketIntelligentTieringConfigurations"),
 		"inventory":               idConfigOps("Inventory", "ListBucketInventoryConfigurations"),
-		"lifecycle":               g.configOps("GetBucketLifecycleConfiguration", "PutBucketLifecycleConfiguration", "DeleteBucketLifecycle", "NoSuchLifecycleConfiguration"),
+		"lifecycle": {
+			"GET":    one(route{"GetBucketLifecycleConfiguration", rd, false, g.getBucketLifecycle}),
+			"PUT":    one(route{"PutBucketLifecycleConfiguration", rw, false, g.putBucketLifecycle}),
+			"DELETE": one(route{"DeleteBucketLifecycle", rw, false, g.deleteBucketLifecycle}),
+		},
 		"location":                {"GET": one(route{"GetBucketLocation", rd, true, g.getBucketLocation})},
 		"logging":                 {"GET": one(route{"GetBucketLogging", rd, false, g.getBucketLogging}), "PUT": one(ni("PutBucketLogging"))},
 		"metadataConfiguration":   {"GET": one(ni("GetBucketMetadataConfiguration")), "POST": one(ni("CreateBucketMetadataConfiguration")), "DELETE": one(ni("DeleteBucketMetadataConfiguration"))},

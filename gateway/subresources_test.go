@@ -79,8 +79,8 @@ var walkOps = map[string]walkWant{
 	"b DELETE inventory":                             unimpl("DeleteBucketInventoryConfiguration"),
 	"b DELETE inventory&id=x":                        unimpl("DeleteBucketInventoryConfiguration"),
 	"b GET lifecycle":                                absent("GetBucketLifecycleConfiguration", "NoSuchLifecycleConfiguration"),
-	"b PUT lifecycle":                                unimpl("PutBucketLifecycleConfiguration"),
-	"b DELETE lifecycle":                             unimpl("DeleteBucketLifecycle"),
+	"b PUT lifecycle":                                {"PutBucketLifecycleConfiguration", 400, "MalformedXML"},
+	"b DELETE lifecycle":                             done("DeleteBucketLifecycle", 204),
 	"b GET location":                                 done("GetBucketLocation", 200),
 	"b GET logging":                                  done("GetBucketLogging", 200),
 	"b PUT logging":                                  unimpl("PutBucketLogging"),
@@ -412,10 +412,6 @@ func TestLiveSubresourcesSDK(t *testing.T) {
 	cb := aws.String("cfg")
 	id := aws.String("x")
 	for name, call := range map[string]func() error{
-		"DeleteBucketLifecycle": func() error {
-			_, err := c.DeleteBucketLifecycle(ctx, &s3.DeleteBucketLifecycleInput{Bucket: cb})
-			return err
-		},
 		"DeleteBucketEncryption": func() error {
 			_, err := c.DeleteBucketEncryption(ctx, &s3.DeleteBucketEncryptionInput{Bucket: cb})
 			return err
@@ -464,6 +460,9 @@ func TestLiveSubresourcesSDK(t *testing.T) {
 	}
 	if _, err := c.DeletePublicAccessBlock(ctx, &s3.DeletePublicAccessBlockInput{Bucket: cb}); err != nil {
 		t.Errorf("DeletePublicAccessBlock: %v", err)
+	}
+	if _, err := c.DeleteBucketLifecycle(ctx, &s3.DeleteBucketLifecycleInput{Bucket: cb}); err != nil {
+		t.Errorf("DeleteBucketLifecycle: %v", err)
 	}
 	if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: cb}); err != nil {
 		t.Fatalf("a configuration's delete deleted the bucket: %v", err)

@@ -26,6 +26,7 @@ type gatewayOptions struct {
 	secretKey string
 	region    string
 	domains   []string
+	lifecycle time.Duration
 	obs       observeOptions
 }
 
@@ -63,6 +64,7 @@ Metrics: GET /_flyfs/metrics on the same address (the S3 families), and with
 	f.StringVar(&o.secretKey, "secret-key", "", "root secret key (env FLYFS_SECRET_KEY)")
 	f.StringVar(&o.region, "region", "us-east-1", "region the gateway reports")
 	f.StringSliceVar(&o.domains, "domain", nil, "domains for virtual-host-style addressing (<bucket>.<domain>)")
+	f.DurationVar(&o.lifecycle, "lifecycle-interval", gateway.DefaultLifecycleInterval, "how often to apply the buckets' lifecycle rules (0: never)")
 	addHTTPFlags(f, &o.http)
 	addObserveFlags(f, &o.obs)
 	return cmd
@@ -95,8 +97,12 @@ func runGateway(ctx context.Context, o gatewayOptions, cmd *cobra.Command) error
 		return fmt.Errorf("reach the cluster at %v: %w", o.mgmtd, err)
 	}
 	defer fs.Close()
+	lifecycle := o.lifecycle
+	if lifecycle <= 0 {
+		lifecycle = -1 // gateway.Config: negative is never
+	}
 	gw, err := gateway.New(gateway.Config{FS: fs, RootAccessKey: o.accessKey, RootSecretKey: o.secretKey,
-		Region: o.region, Domains: o.domains, Logger: log, Registerer: obs.role("gateway")})
+		Region: o.region, Domains: o.domains, Logger: log, Registerer: obs.role("gateway"), LifecycleInterval: lifecycle})
 	if err != nil {
 		return err
 	}
