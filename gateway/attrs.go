@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +21,8 @@ import (
 //
 //	user.s3.object   JSON objectMeta: ETag (with the Gen it was computed for),
 //	                 system headers, x-amz-meta-*, checksum, part sizes
+//	user.s3.parts.N  the part sizes and checksums of an upload of too many
+//	                 parts for user.s3.object, JSON cut in pieces (N from 0)
 //	user.s3.tagging  JSON tag set
 //	user.s3.acl      on a bucket directory: "public-read"
 const (
@@ -29,6 +32,7 @@ const (
 	xattrUpload  = "user.s3.upload"
 	xattrPart    = "user.s3.part."
 	xattrStride  = "user.s3.stride"
+	xattrParts   = "user.s3.parts."
 )
 
 // maxObjectRecord bounds the user.s3.object record.
@@ -59,6 +63,15 @@ type objectMeta struct {
 	// Tags counts user.s3.tagging's tags, so GET answers
 	// x-amz-tagging-count without reading them.
 	Tags int `json:"tags,omitempty"`
+	// PartsPieces counts the user.s3.parts.N pieces Parts and PartSums are
+	// kept in when the record could not hold them (0: in the record).
+	PartsPieces int `json:"parts_pieces,omitempty"`
+}
+
+// partsRecord is what user.s3.parts.N hold, once joined.
+type partsRecord struct {
+	Parts    []int64  `json:"parts"`
+	PartSums []string `json:"part_sums,omitempty"`
 }
 
 // systemHeaders are the headers stored with an object and returned on GET.
@@ -142,6 +155,24 @@ func (g *Gateway) loadMeta(ctx context.Context, ino uint64) (*objectMeta, error)
 	if json.Unmarshal(v, om) != nil {
 		return nil, nil
 	}
+	if om.PartsPieces > 0 {
+		var joined []byte
+		for i := range om.PartsPieces {
+			piece, err := g.meta.GetXattr(ctx, ino, xattrParts+strconv.Itoa(i))
+			if err != nil {
+				if e := errnoOf(err); e == syscall.ENODATA || e == syscall.ENOENT {
+					return nil, nil
+				}
+				return nil, err
+			}
+			joined = append(joined, piece...)
+		}
+		var pr partsRecord
+		if json.Unmarshal(joined, &pr) != nil {
+			return nil, nil
+		}
+		om.Parts, om.PartSums = pr.Parts, pr.PartSums
+	}
 	return om, nil
 }
 
@@ -194,6 +225,9 @@ func (g *Gateway) primeMeta(in metaapi.Inode, raw []byte) {
 		if json.Unmarshal(raw, om) != nil {
 			om = nil
 		}
+		if om != nil && om.PartsPieces > 0 {
+			return // its parts are elsewhere: metaOf reads them when asked
+		}
 	}
 	c := &g.mcache
 	c.mu.Lock()
@@ -205,9 +239,31 @@ func (g *Gateway) primeMeta(in metaapi.Inode, raw []byte) {
 }
 
 func (g *Gateway) storeMeta(ctx context.Context, ino uint64, om *objectMeta) error {
-	v, err := json.Marshal(om)
+	rec := *om
+	rec.PartsPieces = 0
+	v, err := json.Marshal(&rec)
 	if err != nil {
 		return err
+	}
+	if len(v) > maxObjectRecord && len(om.Parts) > 0 {
+		// An upload of thousands of parts: its sizes and checksums go in
+		// pieces beside the record.
+		pv, err := json.Marshal(partsRecord{Parts: om.Parts, PartSums: om.PartSums})
+		if err != nil {
+			return err
+		}
+		n := 0
+		for ; len(pv) > 0; n++ {
+			piece := pv[:min(len(pv), maxObjectRecord)]
+			pv = pv[len(piece):]
+			if err := g.meta.SetXattr(ctx, ino, xattrParts+strconv.Itoa(n), piece, 0); err != nil {
+				return err
+			}
+		}
+		rec.Parts, rec.PartSums, rec.PartsPieces = nil, nil, n
+		if v, err = json.Marshal(&rec); err != nil {
+			return err
+		}
 	}
 	if len(v) > maxObjectRecord {
 		return errCode("MetadataTooLarge", "")
