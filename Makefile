@@ -49,6 +49,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzPostPolicy$$' -fuzztime 50000x ./gateway
 	$(GO) test -run '^$$' -fuzz '^FuzzBucketPolicy$$' -fuzztime 50000x ./gateway
 	$(GO) test -run '^$$' -fuzz '^FuzzLifecycle$$' -fuzztime 50000x ./gateway
+	$(GO) test -run '^$$' -fuzz '^FuzzACL$$' -fuzztime 50000x ./gateway
 	$(GO) test -run '^$$' -fuzz '^FuzzConsoleJSON$$' -fuzztime 50000x ./console
 	$(GO) test -run '^$$' -fuzz '^FuzzMetadHandlers$$' -fuzztime 50000x ./metad
 	$(GO) test -run '^$$' -fuzz '^FuzzStoragedHandlers$$' -fuzztime 50000x ./storaged

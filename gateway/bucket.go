@@ -83,15 +83,6 @@ func (g *Gateway) lookupBucket(ctx context.Context, bucket string) (metaapi.Inod
 	return in, nil
 }
 
-func (g *Gateway) bucketPublicRead(ctx context.Context, bucket string) bool {
-	in, err := g.bucketInode(ctx, bucket)
-	if err != nil {
-		return false
-	}
-	v, err := g.meta.GetXattr(ctx, in.ID, xattrACL)
-	return err == nil && string(v) == "public-read"
-}
-
 // listBuckets is ListBuckets: the buckets the key sees, in name order;
 // prefix, bucket-region, max-buckets and continuation-token (the last name
 // of the page before, opaque to clients) as S3 has them.
@@ -175,9 +166,16 @@ func (g *Gateway) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCt
 			return errCode("IllegalLocationConstraintException", "The %s location constraint is incompatible for the region specific endpoint this request was sent to: this gateway serves %s (flyfs gateway --region); the bucket was not created.", lc, g.cfg.Region)
 		}
 	}
-	acl := r.Header.Get("X-Amz-Acl")
-	if acl != "" && acl != "private" && acl != "public-read" {
-		return errCode("NotImplemented", "Only the private and public-read canned ACLs are supported.")
+	bacl, _, err := aclFromHeaders(r.Header)
+	if err != nil {
+		return err
+	}
+	ownership := r.Header.Get("X-Amz-Object-Ownership")
+	if ownership != "" && !validOwnership(ownership) {
+		return errCode("InvalidArgument", "x-amz-object-ownership is BucketOwnerEnforced, BucketOwnerPreferred or ObjectWriter.")
+	}
+	if ownership == "BucketOwnerEnforced" && len(bacl.Grants) > 0 {
+		return errCode("InvalidBucketAclWithObjectOwnership", "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting")
 	}
 	in, err := g.meta.Mkdir(ctx, g.rootIno, rc.bucket, 0o755, rc.creds())
 	if errnoOf(err) == syscall.EEXIST {
@@ -190,11 +188,15 @@ func (g *Gateway) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCt
 	if err := g.meta.SetXattr(ctx, in.ID, xattrBucket, v, 0); err != nil {
 		return err
 	}
-	if acl == "public-read" {
-		if err := g.meta.SetXattr(ctx, in.ID, xattrACL, []byte(acl), 0); err != nil {
+	if err := g.storeACL(ctx, in.ID, bacl, false); err != nil {
+		return err
+	}
+	if ownership != "" {
+		if err := g.meta.SetXattr(ctx, in.ID, xattrOwnership, []byte(ownership), 0); err != nil {
 			return err
 		}
 	}
+	g.acache.drop(rc.bucket)
 	w.Header().Set("Location", "/"+rc.bucket)
 	w.WriteHeader(http.StatusOK)
 	return nil
@@ -268,66 +270,6 @@ func (g *Gateway) getBucketVersioning(w http.ResponseWriter, r *http.Request, rc
 		NS      string   `xml:"xmlns,attr"`
 	}
 	return writeXML(w, versioningConfiguration{NS: s3NS})
-}
-
-func ownerACL(id string, public bool) accessControlPolicy {
-	p := accessControlPolicy{NS: s3NS, Owner: owner{ID: id, DisplayName: id}}
-	p.Grants = append(p.Grants, grant{Grantee: grantee{XMLNSXSI: "http://www.w3.org/2001/XMLSchema-instance", Type: "CanonicalUser", ID: id}, Permission: "FULL_CONTROL"})
-	if public {
-		p.Grants = append(p.Grants, grant{Grantee: grantee{XMLNSXSI: "http://www.w3.org/2001/XMLSchema-instance", Type: "Group", URI: "http://acs.amazonaws.com/groups/global/AllUsers"}, Permission: "READ"})
-	}
-	return p
-}
-
-func (g *Gateway) getBucketACL(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	if _, err := g.bucketInode(r.Context(), rc.bucket); err != nil {
-		return err
-	}
-	return writeXML(w, ownerACL(rc.ownerID(), g.bucketPublicRead(r.Context(), rc.bucket)))
-}
-
-// putBucketACL supports the canned ACLs private and public-read (the
-// x-amz-acl header): public-read lets anonymous callers read and list.
-func (g *Gateway) putBucketACL(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	ctx := r.Context()
-	in, err := g.bucketInode(ctx, rc.bucket)
-	if err != nil {
-		return err
-	}
-	if !bodyEmpty(rc) {
-		return errCode("NotImplemented", "An access control policy document (a PutBucketAcl body) is not supported: use the x-amz-acl header with private or public-read.")
-	}
-	switch r.Header.Get("X-Amz-Acl") {
-	case "public-read":
-		pab, perr := g.loadPublicAccessBlock(ctx, in.ID)
-		if perr != nil {
-			return perr
-		}
-		if pab != nil && pab.BlockPublicAcls {
-			return errCode("AccessDenied", "The bucket's public access block (BlockPublicAcls) refuses a public ACL.")
-		}
-		err = g.meta.SetXattr(ctx, in.ID, xattrACL, []byte("public-read"), 0)
-	case "private":
-		err = g.meta.RemoveXattr(ctx, in.ID, xattrACL)
-		if errnoOf(err) == syscall.ENODATA {
-			err = nil
-		}
-	default:
-		return errCode("NotImplemented", "Only the x-amz-acl header with private or public-read is supported.")
-	}
-	if err != nil {
-		return err
-	}
-	g.acache.drop(rc.bucket)
-	w.WriteHeader(http.StatusOK)
-	return nil
-}
-
-func (g *Gateway) getObjectACL(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	if _, _, err := g.statObject(r.Context(), rc); err != nil {
-		return err
-	}
-	return writeXML(w, ownerACL(rc.ownerID(), g.bucketPublicRead(r.Context(), rc.bucket)))
 }
 
 var _ = client.Creds{}

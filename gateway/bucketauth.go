@@ -17,8 +17,8 @@ import (
 )
 
 // What a bucket lets callers do besides their keys' grants: its policy
-// (bucketpolicy.go), its canned ACL (public-read) and its public access
-// block, which overrides both for anonymous callers. They are read once a
+// (bucketpolicy.go), its ACL and its ownership controls (acl.go) and its
+// public access block, which overrides both for anonymous callers. They are read once a
 // second per bucket (a change holds at once on the gateway that made it,
 // within a second on the others).
 
@@ -37,11 +37,13 @@ type publicAccessBlock struct {
 }
 
 type bucketAuth struct {
-	exists     bool
-	owner      client.Creds // the bucket directory's owner: what anonymous writes are stamped with
-	policy     *bucketPolicy
-	publicRead bool
-	pab        *publicAccessBlock
+	exists bool
+	owner  client.Creds // the bucket directory's owner: what anonymous writes are stamped with
+	policy *bucketPolicy
+	acl    acl
+	// enforced: the ownership controls say BucketOwnerEnforced (ACLs off).
+	enforced bool
+	pab      *publicAccessBlock
 }
 
 type authCache struct {
@@ -92,7 +94,15 @@ func (g *Gateway) bucketAuthOf(ctx context.Context, bucket string) (*bucketAuth,
 		v, err = g.meta.GetXattr(ctx, in.ID, xattrACL)
 		switch errnoOf(err) {
 		case 0:
-			a.publicRead = string(v) == "public-read"
+			a.acl = parseACLRecord(v)
+		case syscall.ENODATA:
+		default:
+			return nil, err
+		}
+		v, err = g.meta.GetXattr(ctx, in.ID, xattrOwnership)
+		switch errnoOf(err) {
+		case 0:
+			a.enforced = string(v) == "BucketOwnerEnforced"
 		case syscall.ENODATA:
 		default:
 			return nil, err
@@ -129,7 +139,7 @@ var policyOps = map[string]bool{"GetBucketPolicy": true, "PutBucketPolicy": true
 // decide says whether the request may make action on bucket (and key, ""
 // for the bucket itself), given the permission its key would need:
 // nil, or AccessDenied.
-func (g *Gateway) decide(r *http.Request, rc *reqCtx, op, bucket, key string, need access.Permission, publicRead bool) error {
+func (g *Gateway) decide(r *http.Request, rc *reqCtx, op, bucket, key string, need access.Permission) error {
 	a, err := g.bucketAuthOf(r.Context(), bucket)
 	if err != nil {
 		return err
@@ -147,7 +157,7 @@ func (g *Gateway) decide(r *http.Request, rc *reqCtx, op, bucket, key string, ne
 		if eff == policyDeny && !(rc.key.Root && policyOps[op]) {
 			return errCode("AccessDenied", "Access Denied by the bucket policy of %s.", bucket)
 		}
-		if eff == policyAllow || rc.key.Allows(bucket, need) {
+		if eff == policyAllow || rc.key.Allows(bucket, need) || g.aclAllows(r.Context(), a, rc, op, bucket, key) {
 			return nil
 		}
 		return errCode("AccessDenied", "")
@@ -156,14 +166,11 @@ func (g *Gateway) decide(r *http.Request, rc *reqCtx, op, bucket, key string, ne
 		return errCode("AccessDenied", "Access Denied by the bucket policy of %s.", bucket)
 	}
 	restricted := a.pab != nil && a.pab.RestrictPublicBuckets
-	if eff == policyAllow && !(restricted && a.policy.public()) {
+	if eff == policyAllow && !(restricted && a.policy.public()) || g.aclAllows(r.Context(), a, rc, op, bucket, key) {
 		rc.anonOwner = a.owner
 		return nil
 	}
-	if publicRead && a.publicRead && (a.pab == nil || !a.pab.IgnorePublicAcls) {
-		return nil
-	}
-	return errCode("AccessDenied", "Anonymous access is refused: sign the request, or make the bucket public-read or give it a policy allowing it.")
+	return errCode("AccessDenied", "Anonymous access is refused: sign the request, or give the bucket a policy or an ACL allowing it.")
 }
 
 func (rc *reqCtx) ownerKeyID() string {

@@ -278,15 +278,22 @@ func TestLiveRefusedProtections(t *testing.T) {
 	if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("locked")}); errCodeOf(err) != "NotFound" {
 		t.Errorf("a refused CreateBucket made the bucket: %v", err)
 	}
-	// Grants and ACL documents on a bucket ACL are refused, not ignored.
+	// A canned ACL and grants at once, or headers and a document at once,
+	// are refused, and change nothing.
 	resp, _ = http.DefaultClient.Do(l.signed(t, "PUT", "/prot?acl", nil, map[string]string{"X-Amz-Acl": "private", "X-Amz-Grant-Read": "uri=http://acs.amazonaws.com/groups/global/AllUsers"}, rootAK, rootSK, time.Now()))
-	check("PutBucketAcl", resp, "x-amz-grant-read")
+	if e := readError(t, resp); resp.StatusCode != http.StatusBadRequest || e.Code != "InvalidRequest" {
+		t.Errorf("PutBucketAcl with a canned ACL and a grant: %d %+v", resp.StatusCode, e)
+	}
 	resp, _ = http.DefaultClient.Do(l.signed(t, "PUT", "/prot?acl", []byte("<AccessControlPolicy/>"), map[string]string{"X-Amz-Acl": "public-read"}, rootAK, rootSK, time.Now()))
-	if e := readError(t, resp); resp.StatusCode != http.StatusNotImplemented {
+	if e := readError(t, resp); resp.StatusCode != http.StatusBadRequest || e.Code != "UnexpectedContent" {
 		t.Errorf("PutBucketAcl with a header and a body: %d %+v", resp.StatusCode, e)
 	}
-	if l.gw.bucketPublicRead(ctx, "prot") {
-		t.Error("a refused PutBucketAcl made the bucket public")
+	resp, _ = http.DefaultClient.Do(l.signed(t, "PUT", "/prot?acl", nil, map[string]string{"X-Amz-Grant-Read": "emailAddress=a@example.com"}, rootAK, rootSK, time.Now()))
+	if e := readError(t, resp); resp.StatusCode != http.StatusNotImplemented || !strings.Contains(e.Message, "e-mail") {
+		t.Errorf("PutBucketAcl granting to an e-mail address: %d %+v", resp.StatusCode, e)
+	}
+	if a, err := l.gw.bucketAuthOf(ctx, "prot"); err != nil || a.acl.public() {
+		t.Errorf("a refused PutBucketAcl made the bucket public: %v", err)
 	}
 }
 

@@ -42,7 +42,7 @@ func (g *Gateway) copySourceObject(ctx context.Context, r *http.Request, rc *req
 	if err != nil {
 		return objectPath{}, metaapi.Inode{}, nil, err
 	}
-	if err := g.decide(r, rc, "GetObject", sb, sk, access.Read, false); err != nil {
+	if err := g.decide(r, rc, "GetObject", sb, sk, access.Read); err != nil {
 		return objectPath{}, metaapi.Inode{}, nil, err
 	}
 	if _, err := g.bucketInode(ctx, sb); err != nil {
@@ -105,6 +105,10 @@ func (g *Gateway) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 	} else {
 		tags, _ = g.loadTags(ctx, sin.ID)
 	}
+	oacl, hasACL, err := g.requestACL(ctx, r.Header, dst.bucket)
+	if err != nil {
+		return err
+	}
 	lastMod := time.Now()
 	if src.bucket == dst.bucket && src.key == dst.key {
 		if !replace && !replaceTags {
@@ -117,6 +121,11 @@ func (g *Gateway) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 		}
 		if replaceTags {
 			if err := g.storeTags(ctx, sin.ID, tags); err != nil {
+				return err
+			}
+		}
+		if hasACL {
+			if err := g.storeACL(ctx, sin.ID, oacl, true); err != nil {
 				return err
 			}
 		}
@@ -159,6 +168,11 @@ func (g *Gateway) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 	}
 	if len(tags) > 0 {
 		if err := g.storeTags(ctx, st.in.ID, tags); err != nil {
+			return err
+		}
+	}
+	if hasACL {
+		if err := g.storeACL(ctx, st.in.ID, oacl, true); err != nil {
 			return err
 		}
 	}

@@ -157,7 +157,7 @@ func (g *Gateway) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqC
 					return
 				}
 			}
-			if errs[i] = g.decide(r, rc, "DeleteObject", rc.bucket, obj.Key, access.ReadWrite, false); errs[i] != nil {
+			if errs[i] = g.decide(r, rc, "DeleteObject", rc.bucket, obj.Key, access.ReadWrite); errs[i] != nil {
 				return
 			}
 			errs[i] = g.deleteOne(ctx, rc.bucket, obj.Key, obj.ETag)

@@ -32,6 +32,7 @@ var s3Errors = map[string]struct {
 	msg    string
 }{
 	"AccessDenied":                        {http.StatusForbidden, "Access Denied"},
+	"AccessControlListNotSupported":       {http.StatusBadRequest, "The bucket does not allow ACLs."},
 	"AccessForbidden":                     {http.StatusForbidden, "CORSResponse: This CORS request is not allowed."},
 	"AuthorizationHeaderMalformed":        {http.StatusBadRequest, "The authorization header is malformed."},
 	"AuthorizationQueryParametersError":   {http.StatusBadRequest, "Error parsing the X-Amz-Credential parameter."},
@@ -48,6 +49,7 @@ var s3Errors = map[string]struct {
 	"InternalError":                       {http.StatusInternalServerError, "We encountered an internal error. Please try again."},
 	"InvalidAccessKeyId":                  {http.StatusForbidden, "The AWS access key ID you provided does not exist in our records."},
 	"InvalidArgument":                     {http.StatusBadRequest, "Invalid Argument"},
+	"InvalidBucketAclWithObjectOwnership": {http.StatusBadRequest, "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting"},
 	"InvalidBucketName":                   {http.StatusBadRequest, "The specified bucket is not valid."},
 	"InvalidDigest":                       {http.StatusBadRequest, "The Content-MD5 or checksum you specified is not valid."},
 	"InvalidObjectState":                  {http.StatusForbidden, "The operation is not valid for the current state of the object."},
@@ -62,6 +64,7 @@ var s3Errors = map[string]struct {
 	"InvalidStorageClass":                 {http.StatusBadRequest, "The storage class you specified is not valid."},
 	"InvalidTag":                          {http.StatusBadRequest, "The tag provided was not a valid tag."},
 	"KeyTooLongError":                     {http.StatusBadRequest, "Your key is too long."},
+	"MalformedACLError":                   {http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."},
 	"MalformedPolicy":                     {http.StatusBadRequest, "Policies must be valid JSON and the first byte must be '{'."},
 	"MalformedXML":                        {http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."},
 	"MalformedTrailerError":               {http.StatusBadRequest, "The request contained trailing data that was not well-formed or did not conform to our published schema."},
@@ -84,6 +87,7 @@ var s3Errors = map[string]struct {
 	"SlowDown":                            {http.StatusServiceUnavailable, "Please reduce your request rate."},
 	"InsufficientStorage":                 {http.StatusInsufficientStorage, "The storage is full."},
 	"TooManyParts":                        {http.StatusBadRequest, "An upload may have at most 10000 parts."},
+	"UnexpectedContent":                   {http.StatusBadRequest, "This request does not support content."},
 	"XAmzContentSHA256Mismatch":           {http.StatusBadRequest, "The provided 'x-amz-content-sha256' header does not match what was computed."},
 	"InvalidChunkSizeError":               {http.StatusBadRequest, "Only the last chunk is allowed to have a size less than 8192 bytes"},
 	"NotModified":                         {http.StatusNotModified, "Not Modified"},

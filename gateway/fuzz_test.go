@@ -523,3 +523,37 @@ func FuzzLifecycle(f *testing.F) {
 		}
 	})
 }
+
+// FuzzACL: any grant header or document is an ACL or an S3 error.
+func FuzzACL(f *testing.F) {
+	f.Add("public-read", `id="K", uri="http://acs.amazonaws.com/groups/global/AllUsers"`, `<AccessControlPolicy><AccessControlList><Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="CanonicalUser"><ID>K</ID></Grantee><Permission>READ</Permission></Grant></AccessControlList></AccessControlPolicy>`)
+	f.Add("", `emailAddress=a@b, id=`, `<AccessControlPolicy><AccessControlList><Grant><Grantee><URI>x</URI></Grantee></Grant></AccessControlList></AccessControlPolicy>`)
+	f.Fuzz(func(t *testing.T, canned, grants, body string) {
+		h := http.Header{}
+		if canned != "" {
+			h.Set("X-Amz-Acl", canned)
+		}
+		if grants != "" {
+			h.Set("X-Amz-Grant-Read", grants)
+		}
+		for _, parse := range []func() (acl, error){
+			func() (acl, error) { a, _, err := aclFromHeaders(h); return a, err },
+			func() (acl, error) { return aclFromBody([]byte(body)) },
+		} {
+			a, err := parse()
+			if err != nil {
+				if toAPIError(err).Code == "InternalError" {
+					t.Fatalf("%q %q %q: %v", canned, grants, body, err)
+				}
+				continue
+			}
+			for _, g := range a.Grants {
+				if !aclPerms[g.Perm] || (g.ID == "") == (g.Group == "") {
+					t.Fatalf("a grant %+v from %q %q %q", g, canned, grants, body)
+				}
+			}
+			a.document("o")
+			a.allows("K", "READ", true)
+		}
+	})
+}

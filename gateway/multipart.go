@@ -48,6 +48,7 @@ type uploadRecord struct {
 	Initiated time.Time  `json:"initiated"`
 	Meta      objectMeta `json:"meta"`
 	Tags      []tag      `json:"tags,omitempty"`
+	ACL       *acl       `json:"acl,omitempty"` // the ACL asked for the object
 	Owner     string     `json:"owner"`
 	UID       uint32     `json:"uid"`
 	GID       uint32     `json:"gid"`
@@ -116,14 +117,20 @@ func (g *Gateway) createMultipartUpload(w http.ResponseWriter, r *http.Request, 
 	if err != nil {
 		return err
 	}
+	oacl, hasACL, err := g.requestACL(ctx, r.Header, rc.bucket)
+	if err != nil {
+		return err
+	}
 	id := strings.ToLower(newRequestID() + newRequestID())
 	dir, err := g.meta.Mkdir(ctx, g.uploadsIno, id, 0o700, rc.creds())
 	if err != nil {
 		return err
 	}
-	rec := uploadRecord{Bucket: rc.bucket, Key: rc.object, Initiated: time.Now().UTC(), Meta: *om, Tags: tags, Owner: rc.ownerID()}
-	if rc.key != nil {
-		rec.UID, rec.GID = rc.key.UID, rc.key.GID
+	cr := rc.creds()
+	rec := uploadRecord{Bucket: rc.bucket, Key: rc.object, Initiated: time.Now().UTC(), Meta: *om, Tags: tags,
+		Owner: rc.ownerID(), UID: cr.UID, GID: cr.GID}
+	if hasACL {
+		rec.ACL = &oacl
 	}
 	v, _ := json.Marshal(rec)
 	if err := g.meta.SetXattr(ctx, dir.ID, xattrUpload, v, 0); err != nil {
@@ -489,6 +496,11 @@ func (g *Gateway) completeMultipartUpload(w http.ResponseWriter, r *http.Request
 	}
 	if len(u.rec.Tags) > 0 {
 		if err := g.storeTags(ctx, final.ID, u.rec.Tags); err != nil {
+			return err
+		}
+	}
+	if u.rec.ACL != nil {
+		if err := g.storeACL(ctx, final.ID, *u.rec.ACL, true); err != nil {
 			return err
 		}
 	}

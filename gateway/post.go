@@ -147,9 +147,7 @@ func postHeaders(fields map[string]string) (http.Header, error) {
 				return nil, errCode("InvalidStorageClass", "flyfs has the one storage class STANDARD; the form asks for %q.", v)
 			}
 		case name == "acl":
-			if v != "private" && v != "bucket-owner-full-control" {
-				return nil, errCode("NotImplemented", "The acl field %q asks for an object ACL, which flyfs does not keep: an object's access is its bucket's.", v)
-			}
+			h.Set("X-Amz-Acl", v)
 		case strings.HasPrefix(name, "x-amz-checksum-"), name == "x-amz-website-redirect-location", name == "x-amz-security-token":
 			return nil, errCode("NotImplemented", "The form field %s is not supported in a POST upload; the request is refused and nothing was stored.", name)
 		}
@@ -199,7 +197,7 @@ func (g *Gateway) postObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 	}
 	key = strings.ReplaceAll(key, "${filename}", path.Base(strings.ReplaceAll(file.FileName(), "\\", "/")))
 	rc.object = key
-	if err := g.decide(r, rc, rc.op, rc.bucket, key, access.ReadWrite, false); err != nil {
+	if err := g.decide(r, rc, rc.op, rc.bucket, key, access.ReadWrite); err != nil {
 		return err
 	}
 	o, err := parseKey(rc.bucket, key)
@@ -210,6 +208,10 @@ func (g *Gateway) postObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 		return errCode("InvalidArgument", "The key %q ends in '/', a directory; a POST upload stores a file.", key)
 	}
 	om, err := metaFromRequest(hdr)
+	if err != nil {
+		return err
+	}
+	oacl, hasACL, err := g.requestACL(ctx, hdr, rc.bucket)
 	if err != nil {
 		return err
 	}
@@ -247,6 +249,11 @@ func (g *Gateway) postObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 	}
 	if err := g.storeMeta(ctx, st.in.ID, om); err != nil {
 		return err
+	}
+	if hasACL {
+		if err := g.storeACL(ctx, st.in.ID, oacl, true); err != nil {
+			return err
+		}
 	}
 	if err := g.publish(ctx, g.stagingIno, st.name, o, rc.creds(), writeCond{}, false); err != nil {
 		return err

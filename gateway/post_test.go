@@ -218,7 +218,7 @@ func TestLivePostObject(t *testing.T) {
 		{"SSE-C beside it", func(p *minio.PostPolicy) {
 			p.SetEncryption(encrypt.DefaultPBKDF([]byte("pw"), []byte("forms/uploads/refused")))
 		}, nil, []byte("x"), 501, "NotImplemented", "customer-provided key"},
-		{"an object ACL", nil, func(fd map[string]string) { fd["acl"] = "public-read" }, []byte("x"), 501, "NotImplemented", "ACL"},
+		{"an ACL the policy does not name", nil, func(fd map[string]string) { fd["acl"] = "public-read" }, []byte("x"), 403, "AccessDenied", "Extra input fields: acl"},
 		{"another bucket in the form", nil, func(fd map[string]string) { fd["bucket"] = "other" }, []byte("x"), 400, "InvalidArgument", "bucket field"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -44,6 +44,10 @@ func (g *Gateway) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	if o.dir {
 		return g.putMarker(w, r, rc, o, om, cond)
 	}
+	oacl, hasACL, err := g.requestACL(ctx, r.Header, rc.bucket)
+	if err != nil {
+		return err
+	}
 	st, err := g.stage(ctx, rc, rc.body, rc.size, maxPutSize, spec, r.Header.Get("Content-Md5"))
 	if err != nil {
 		return err
@@ -66,6 +70,11 @@ func (g *Gateway) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	}
 	if err := g.storeMeta(ctx, st.in.ID, om); err != nil {
 		return err
+	}
+	if hasACL {
+		if err := g.storeACL(ctx, st.in.ID, oacl, true); err != nil {
+			return err
+		}
 	}
 	if err := g.publish(ctx, g.stagingIno, st.name, o, rc.creds(), cond, false); err != nil {
 		return err
@@ -95,6 +104,10 @@ func (g *Gateway) putMarker(w http.ResponseWriter, r *http.Request, rc *reqCtx, 
 	ctx := r.Context()
 	if !bodyEmpty(rc) {
 		return errCode("InvalidArgument", "The key %q ends in '/', which makes it a directory; a directory object must have an empty body.", o.key)
+	}
+	oacl, hasACL, err := g.requestACL(ctx, r.Header, o.bucket)
+	if err != nil {
+		return err
 	}
 	parent, err := g.ensureParent(ctx, o, rc.creds())
 	if err != nil {
@@ -134,6 +147,11 @@ func (g *Gateway) putMarker(w http.ResponseWriter, r *http.Request, rc *reqCtx, 
 	om.ETag = emptyMD5
 	if err := g.storeMeta(ctx, in.ID, om); err != nil {
 		return err
+	}
+	if hasACL {
+		if err := g.storeACL(ctx, in.ID, oacl, true); err != nil {
+			return err
+		}
 	}
 	w.Header().Set("ETag", quoteETag(emptyMD5))
 	w.WriteHeader(http.StatusOK)

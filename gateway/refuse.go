@@ -30,8 +30,6 @@ var (
 		"Object Lock (retention, legal hold), which flyfs does not provide: an object can always be overwritten or deleted"}
 	refuseAppend = refusal{[]string{"X-Amz-Write-Offset-Bytes"},
 		"an append at an offset, which flyfs does not support through S3"}
-	refuseGrants = refusal{[]string{"X-Amz-Grant-Full-Control", "X-Amz-Grant-Read", "X-Amz-Grant-Read-Acp", "X-Amz-Grant-Write", "X-Amz-Grant-Write-Acp"},
-		"an access grant, which flyfs does not support: use the x-amz-acl header (private or public-read)"}
 )
 
 // refusalsOf are the refusals each operation makes.
@@ -44,8 +42,6 @@ var refusalsOf = map[string][]refusal{
 	"CompleteMultipartUpload": {refuseSSEC},
 	"GetObject":               {refuseSSEC},
 	"HeadObject":              {refuseSSEC},
-	"CreateBucket":            {refuseGrants},
-	"PutBucketAcl":            {refuseGrants},
 }
 
 // refuseHeaders returns the refusal of the first header in h that op

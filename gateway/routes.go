@@ -15,14 +15,13 @@ import (
 type handler func(w http.ResponseWriter, r *http.Request, rc *reqCtx) error
 
 // route describes an operation for the router: its name (metrics, logs,
-// the NotImplemented message), the permission it needs on its bucket,
-// whether an anonymous caller may use it on a public-read bucket, and its
-// handler (nil: the operation is answered NotImplemented, naming it).
+// the NotImplemented message, the S3 action of policies), the permission
+// a key needs on its bucket, and its handler (nil: the operation is
+// answered NotImplemented, naming it).
 type route struct {
-	op         string
-	need       access.Permission // "" : service level (ListBuckets, CreateBucket)
-	publicRead bool
-	h          handler
+	op   string
+	need access.Permission // "" : service level (ListBuckets, CreateBucket)
+	h    handler
 }
 
 // A request is on one of three levels: the service ("/"), a bucket ("/b",
@@ -120,112 +119,116 @@ func (g *Gateway) opTables() (bucket, object opTable) {
 		"": {
 			"GET": func(r *http.Request) route {
 				if r.URL.Query().Get("list-type") == "2" {
-					return route{"ListObjectsV2", rd, true, g.listObjectsV2}
+					return route{"ListObjectsV2", rd, g.listObjectsV2}
 				}
-				return route{"ListObjects", rd, true, g.listObjectsV1}
+				return route{"ListObjects", rd, g.listObjectsV1}
 			},
-			"HEAD":   one(route{"HeadBucket", rd, true, g.headBucket}),
-			"PUT":    one(route{"CreateBucket", "", false, g.createBucket}),
-			"DELETE": one(route{"DeleteBucket", rw, false, g.deleteBucket}),
-			"POST":   one(route{"PostObject", access.ReadWrite, false, g.postObject}), // a browser form upload, authorized by its policy
+			"HEAD":   one(route{"HeadBucket", rd, g.headBucket}),
+			"PUT":    one(route{"CreateBucket", "", g.createBucket}),
+			"DELETE": one(route{"DeleteBucket", rw, g.deleteBucket}),
+			"POST":   one(route{"PostObject", rw, g.postObject}), // a browser form upload, authorized by its policy
 		},
 		"abac":       g.configOps("GetBucketAbac", "PutBucketAbac", "", ""),
-		"accelerate": {"GET": one(route{"GetBucketAccelerateConfiguration", rd, false, g.getBucketAccelerate}), "PUT": one(ni("PutBucketAccelerateConfiguration"))},
+		"accelerate": {"GET": one(route{"GetBucketAccelerateConfiguration", rd, g.getBucketAccelerate}), "PUT": one(ni("PutBucketAccelerateConfiguration"))},
 		"acl": {
-			"GET": one(route{"GetBucketAcl", rd, false, g.getBucketACL}),
-			"PUT": one(route{"PutBucketAcl", rw, false, g.putBucketACL}),
+			"GET": one(route{"GetBucketAcl", rd, g.getBucketACL}),
+			"PUT": one(route{"PutBucketAcl", rw, g.putBucketACL}),
 		},
 		"analytics": idConfigOps("Analytics", "ListBucketAnalyticsConfigurations"),
 		"cors": {
-			"GET":    one(route{"GetBucketCors", rd, false, g.getBucketCors}),
-			"PUT":    one(route{"PutBucketCors", rw, false, g.putBucketCors}),
-			"DELETE": one(route{"DeleteBucketCors", rw, false, g.deleteBucketCors}),
+			"GET":    one(route{"GetBucketCors", rd, g.getBucketCors}),
+			"PUT":    one(route{"PutBucketCors", rw, g.putBucketCors}),
+			"DELETE": one(route{"DeleteBucketCors", rw, g.deleteBucketCors}),
 		},
-		"delete":              {"POST": one(route{"DeleteObjects", rw, false, g.deleteObjects})},
+		"delete":              {"POST": one(route{"DeleteObjects", rw, g.deleteObjects})},
 		"encryption":          g.configOps("GetBucketEncryption", "PutBucketEncryption", "DeleteBucketEncryption", "ServerSideEncryptionConfigurationNotFoundError"),
 		"intelligent-tiering": idConfigOps("IntelligentTiering", "ListBucketIntelligentTieringConfigurations"),
 		"inventory":           idConfigOps("Inventory", "ListBucketInventoryConfigurations"),
 		"lifecycle": {
-			"GET":    one(route{"GetBucketLifecycleConfiguration", rd, false, g.getBucketLifecycle}),
-			"PUT":    one(route{"PutBucketLifecycleConfiguration", rw, false, g.putBucketLifecycle}),
-			"DELETE": one(route{"DeleteBucketLifecycle", rw, false, g.deleteBucketLifecycle}),
+			"GET":    one(route{"GetBucketLifecycleConfiguration", rd, g.getBucketLifecycle}),
+			"PUT":    one(route{"PutBucketLifecycleConfiguration", rw, g.putBucketLifecycle}),
+			"DELETE": one(route{"DeleteBucketLifecycle", rw, g.deleteBucketLifecycle}),
 		},
-		"location":                {"GET": one(route{"GetBucketLocation", rd, true, g.getBucketLocation})},
-		"logging":                 {"GET": one(route{"GetBucketLogging", rd, false, g.getBucketLogging}), "PUT": one(ni("PutBucketLogging"))},
+		"location":                {"GET": one(route{"GetBucketLocation", rd, g.getBucketLocation})},
+		"logging":                 {"GET": one(route{"GetBucketLogging", rd, g.getBucketLogging}), "PUT": one(ni("PutBucketLogging"))},
 		"metadataConfiguration":   {"GET": one(ni("GetBucketMetadataConfiguration")), "POST": one(ni("CreateBucketMetadataConfiguration")), "DELETE": one(ni("DeleteBucketMetadataConfiguration"))},
 		"metadataTable":           {"GET": one(ni("GetBucketMetadataTableConfiguration")), "POST": one(ni("CreateBucketMetadataTableConfiguration")), "DELETE": one(ni("DeleteBucketMetadataTableConfiguration"))},
 		"metadataJournalTable":    {"PUT": one(ni("UpdateBucketMetadataJournalTableConfiguration"))},
 		"metadataInventoryTable":  {"PUT": one(ni("UpdateBucketMetadataInventoryTableConfiguration"))},
 		"metadataAnnotationTable": {"PUT": one(ni("UpdateBucketMetadataAnnotationTableConfiguration"))},
 		"metrics":                 idConfigOps("Metrics", "ListBucketMetricsConfigurations"),
-		"notification":            {"GET": one(route{"GetBucketNotificationConfiguration", rd, false, g.getBucketNotification}), "PUT": one(ni("PutBucketNotificationConfiguration"))},
+		"notification":            {"GET": one(route{"GetBucketNotificationConfiguration", rd, g.getBucketNotification}), "PUT": one(ni("PutBucketNotificationConfiguration"))},
 		"object-lock":             g.configOps("GetObjectLockConfiguration", "PutObjectLockConfiguration", "", "ObjectLockConfigurationNotFoundError"),
-		"ownershipControls":       g.configOps("GetBucketOwnershipControls", "PutBucketOwnershipControls", "DeleteBucketOwnershipControls", "OwnershipControlsNotFoundError"),
-		"policy": {
-			"GET":    one(route{"GetBucketPolicy", rd, false, g.getBucketPolicy}),
-			"PUT":    one(route{"PutBucketPolicy", rw, false, g.putBucketPolicy}),
-			"DELETE": one(route{"DeleteBucketPolicy", rw, false, g.deleteBucketPolicy}),
+		"ownershipControls": {
+			"GET":    one(route{"GetBucketOwnershipControls", rd, g.getBucketOwnershipControls}),
+			"PUT":    one(route{"PutBucketOwnershipControls", rw, g.putBucketOwnershipControls}),
+			"DELETE": one(route{"DeleteBucketOwnershipControls", rw, g.deleteBucketOwnershipControls}),
 		},
-		"policyStatus": {"GET": one(route{"GetBucketPolicyStatus", rd, false, g.getBucketPolicyStatus})},
+		"policy": {
+			"GET":    one(route{"GetBucketPolicy", rd, g.getBucketPolicy}),
+			"PUT":    one(route{"PutBucketPolicy", rw, g.putBucketPolicy}),
+			"DELETE": one(route{"DeleteBucketPolicy", rw, g.deleteBucketPolicy}),
+		},
+		"policyStatus": {"GET": one(route{"GetBucketPolicyStatus", rd, g.getBucketPolicyStatus})},
 		"publicAccessBlock": {
-			"GET":    one(route{"GetPublicAccessBlock", rd, false, g.getPublicAccessBlock}),
-			"PUT":    one(route{"PutPublicAccessBlock", rw, false, g.putPublicAccessBlock}),
-			"DELETE": one(route{"DeletePublicAccessBlock", rw, false, g.deletePublicAccessBlock}),
+			"GET":    one(route{"GetPublicAccessBlock", rd, g.getPublicAccessBlock}),
+			"PUT":    one(route{"PutPublicAccessBlock", rw, g.putPublicAccessBlock}),
+			"DELETE": one(route{"DeletePublicAccessBlock", rw, g.deletePublicAccessBlock}),
 		},
 		"replication":    g.configOps("GetBucketReplication", "PutBucketReplication", "DeleteBucketReplication", "ReplicationConfigurationNotFoundError"),
-		"requestPayment": {"GET": one(route{"GetBucketRequestPayment", rd, false, g.getBucketRequestPayment}), "PUT": one(ni("PutBucketRequestPayment"))},
+		"requestPayment": {"GET": one(route{"GetBucketRequestPayment", rd, g.getBucketRequestPayment}), "PUT": one(ni("PutBucketRequestPayment"))},
 		"session":        {"GET": one(ni("CreateSession"))},
 		"tagging": {
-			"GET":    one(route{"GetBucketTagging", rd, false, g.getBucketTagging}),
-			"PUT":    one(route{"PutBucketTagging", rw, false, g.putBucketTagging}),
-			"DELETE": one(route{"DeleteBucketTagging", rw, false, g.deleteBucketTagging}),
+			"GET":    one(route{"GetBucketTagging", rd, g.getBucketTagging}),
+			"PUT":    one(route{"PutBucketTagging", rw, g.putBucketTagging}),
+			"DELETE": one(route{"DeleteBucketTagging", rw, g.deleteBucketTagging}),
 		},
-		"uploads":    {"GET": one(route{"ListMultipartUploads", rd, false, g.listMultipartUploads})},
-		"versioning": {"GET": one(route{"GetBucketVersioning", rd, false, g.getBucketVersioning}), "PUT": one(route{"PutBucketVersioning", rw, false, g.putBucketVersioning})},
-		"versions":   {"GET": one(route{"ListObjectVersions", rd, true, g.listObjectVersions})},
+		"uploads":    {"GET": one(route{"ListMultipartUploads", rd, g.listMultipartUploads})},
+		"versioning": {"GET": one(route{"GetBucketVersioning", rd, g.getBucketVersioning}), "PUT": one(route{"PutBucketVersioning", rw, g.putBucketVersioning})},
+		"versions":   {"GET": one(route{"ListObjectVersions", rd, g.listObjectVersions})},
 		"website":    g.configOps("GetBucketWebsite", "PutBucketWebsite", "DeleteBucketWebsite", "NoSuchWebsiteConfiguration"),
 	}
 	object = opTable{
 		"": {
-			"GET":    one(route{"GetObject", rd, true, g.getObject}),
-			"HEAD":   one(route{"HeadObject", rd, true, g.getObject}),
-			"PUT":    byHeader("X-Amz-Copy-Source", route{"CopyObject", rw, false, g.copyObject}, route{"PutObject", rw, false, g.putObject}),
-			"DELETE": one(route{"DeleteObject", rw, false, g.deleteObject}),
+			"GET":    one(route{"GetObject", rd, g.getObject}),
+			"HEAD":   one(route{"HeadObject", rd, g.getObject}),
+			"PUT":    byHeader("X-Amz-Copy-Source", route{"CopyObject", rw, g.copyObject}, route{"PutObject", rw, g.putObject}),
+			"DELETE": one(route{"DeleteObject", rw, g.deleteObject}),
 		},
 		"acl": {
-			"GET": one(route{"GetObjectAcl", rd, false, g.getObjectACL}),
-			"PUT": one(ni("PutObjectAcl")),
+			"GET": one(route{"GetObjectAcl", rd, g.getObjectACL}),
+			"PUT": one(route{"PutObjectAcl", rw, g.putObjectACL}),
 		},
 		"annotation": {
 			"GET":    byQuery("annotationName", ni("GetObjectAnnotation"), ni("ListObjectAnnotations")),
 			"PUT":    one(ni("PutObjectAnnotation")),
 			"DELETE": one(ni("DeleteObjectAnnotation")),
 		},
-		"attributes": {"GET": one(route{"GetObjectAttributes", rd, false, g.getObjectAttributes})},
+		"attributes": {"GET": one(route{"GetObjectAttributes", rd, g.getObjectAttributes})},
 		"encryption": {"PUT": one(ni("UpdateObjectEncryption"))},
 		"legal-hold": {
-			"GET": one(route{"GetObjectLegalHold", rd, false, g.noObjectLock}),
+			"GET": one(route{"GetObjectLegalHold", rd, g.noObjectLock}),
 			"PUT": one(ni("PutObjectLegalHold")),
 		},
-		"renameObject": {"PUT": one(route{"RenameObject", rw, false, g.renameObject})},
+		"renameObject": {"PUT": one(route{"RenameObject", rw, g.renameObject})},
 		"restore":      {"POST": one(ni("RestoreObject"))},
 		"retention": {
-			"GET": one(route{"GetObjectRetention", rd, false, g.noObjectLock}),
+			"GET": one(route{"GetObjectRetention", rd, g.noObjectLock}),
 			"PUT": one(ni("PutObjectRetention")),
 		},
 		"select": {"POST": one(ni("SelectObjectContent"))},
 		"tagging": {
-			"GET":    one(route{"GetObjectTagging", rd, false, g.getObjectTagging}),
-			"PUT":    one(route{"PutObjectTagging", rw, false, g.putObjectTagging}),
-			"DELETE": one(route{"DeleteObjectTagging", rw, false, g.deleteObjectTagging}),
+			"GET":    one(route{"GetObjectTagging", rd, g.getObjectTagging}),
+			"PUT":    one(route{"PutObjectTagging", rw, g.putObjectTagging}),
+			"DELETE": one(route{"DeleteObjectTagging", rw, g.deleteObjectTagging}),
 		},
 		"torrent": {"GET": one(ni("GetObjectTorrent"))},
-		"uploads": {"POST": one(route{"CreateMultipartUpload", rw, false, g.createMultipartUpload})},
+		"uploads": {"POST": one(route{"CreateMultipartUpload", rw, g.createMultipartUpload})},
 		"uploadId": {
-			"GET":    one(route{"ListParts", rd, false, g.listParts}),
-			"PUT":    byHeader("X-Amz-Copy-Source", route{"UploadPartCopy", rw, false, g.uploadPartCopy}, route{"UploadPart", rw, false, g.uploadPart}),
-			"POST":   one(route{"CompleteMultipartUpload", rw, false, g.completeMultipartUpload}),
-			"DELETE": one(route{"AbortMultipartUpload", rw, false, g.abortMultipartUpload}),
+			"GET":    one(route{"ListParts", rd, g.listParts}),
+			"PUT":    byHeader("X-Amz-Copy-Source", route{"UploadPartCopy", rw, g.uploadPartCopy}, route{"UploadPart", rw, g.uploadPart}),
+			"POST":   one(route{"CompleteMultipartUpload", rw, g.completeMultipartUpload}),
+			"DELETE": one(route{"AbortMultipartUpload", rw, g.abortMultipartUpload}),
 		},
 	}
 	// A part number without an upload id is a part of no upload (never a
@@ -286,7 +289,7 @@ func (g *Gateway) pick(lv level, r *http.Request) (route, error) {
 			return route{}, errCode("MethodNotAllowed", "?%s is a subresource of a bucket or an object; the service (/) has none.", sub)
 		}
 		if r.Method == http.MethodGet {
-			return route{"ListBuckets", "", false, g.listBuckets}, nil
+			return route{"ListBuckets", "", g.listBuckets}, nil
 		}
 		return route{}, errCode("MethodNotAllowed", "")
 	case bucketLevel:
@@ -442,7 +445,7 @@ func (g *Gateway) authorize(r *http.Request, rc *reqCtx, rt route) error {
 			return err
 		}
 	}
-	return g.decide(r, rc, rt.op, rc.bucket, rc.object, rt.need, rt.publicRead)
+	return g.decide(r, rc, rt.op, rc.bucket, rc.object, rt.need)
 }
 
 func (g *Gateway) notImplemented(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
