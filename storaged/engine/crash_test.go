@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 func crashKey(i int) Key { return tkey(uint32(1+i%3), uint64(i/8), uint64(i%8)) }
 
 func crashOptions() Options {
-	return Options{Sync: true, GroupBlocks: 16, MaxGroupBytes: 64 << 20, ReserveBytes: -1}
+	return Options{Sync: true, GroupBlocks: 16, MaxGroupBytes: 64 << 20, ReserveBytes: -1, EncryptionKey: suiteKey()}
 }
 
 type crashOp struct {

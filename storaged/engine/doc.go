@@ -25,4 +25,8 @@
 //
 // Content is checksummed with CRC32C per 64 KiB segment; every read verifies
 // the segments it touches.
+//
+// A disk created with an encryption key holds its blocks' content as
+// AES-256-CTR ciphertext under a per-block IV (cipher.go); the CRCs cover
+// the plain content.
 package engine

@@ -25,6 +25,7 @@ type Engine struct {
 	db    *pebble.DB
 	wopts *pebble.WriteOptions
 	alloc *allocator
+	ciph  *contentCipher // nil: a plain disk
 
 	shards [numShards]shard
 	locks  [numLocks]sync.Mutex
@@ -77,7 +78,14 @@ func Open(dir string, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: open metadata in %s: %w", dir, err)
 	}
 	e.db = db
-	if err := e.checkFormat(); err != nil {
+	err = e.checkFormat()
+	if err == nil && opts.EncryptionKey != nil {
+		e.ciph, err = newContentCipher(opts.EncryptionKey)
+	}
+	if err == nil {
+		err = e.checkKey(opts.EncryptionKey)
+	}
+	if err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -140,13 +148,13 @@ func (e *Engine) load() error {
 		var b *block
 		if r.meta.Len > 0 {
 			if err := e.alloc.markUsed(r.loc); err != nil {
-				if other, ok := owner[r.loc]; ok {
+				if other, ok := owner[r.loc.place()]; ok {
 					err = fmt.Errorf("%w (%v)", err, other)
 				}
 				e.markBad(k, err)
 				continue
 			}
-			owner[r.loc] = k
+			owner[r.loc.place()] = k
 			b = &block{loc: r.loc, written: r.meta.Len}
 			b.refs.Store(1)
 		}

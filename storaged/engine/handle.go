@@ -79,8 +79,7 @@ func putSeg(b *[]byte) { segPool.Put(b) }
 // pread) and verified in place; partial segments at either end go through
 // a scratch buffer because their CRC covers bytes outside p.
 func (e *Engine) readVerified(k Key, v *version, p []byte, off int64) error {
-	f := e.alloc.file(v.blk.loc)
-	base := v.blk.loc.offset()
+	f, loc := e.alloc.file(v.blk.loc), v.blk.loc
 	size := int64(v.meta.Len)
 	end := off + int64(len(p))
 	s := off / SegmentSize
@@ -97,7 +96,7 @@ func (e *Engine) readVerified(k Key, v *version, p []byte, off int64) error {
 				runEnd, t = next, t+1
 			}
 			buf := p[pos-off : runEnd-off]
-			if err := preadFull(f, buf, base+pos); err != nil {
+			if err := e.readContent(f, loc, buf, pos); err != nil {
 				return e.readFailed(k, v, s, err)
 			}
 			for i := s; i < t; i++ {
@@ -111,7 +110,7 @@ func (e *Engine) readVerified(k Key, v *version, p []byte, off int64) error {
 		}
 		sb := getSeg()
 		seg := (*sb)[:segHi-segLo]
-		if err := preadFull(f, seg, base+segLo); err != nil {
+		if err := e.readContent(f, loc, seg, segLo); err != nil {
 			putSeg(sb)
 			return e.readFailed(k, v, s, err)
 		}

@@ -5,14 +5,25 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/flyfs/flyfs/core/layout"
 )
 
-// testOptions keep preallocation small so tests do not eat the disk.
+// testOptions keep preallocation small so tests do not eat the disk. Under
+// TestSuiteEncrypted (FLYFS_ENGINE_TEST_KEY set) every test's disk is an
+// encrypted one.
 func testOptions() Options {
-	return Options{GroupBlocks: 8, MaxGroupBytes: 64 << 20, ReserveBytes: -1}
+	return Options{GroupBlocks: 8, MaxGroupBytes: 64 << 20, ReserveBytes: -1, EncryptionKey: suiteKey()}
+}
+
+// suiteKey is the key the whole suite runs under (nil: plain disks).
+func suiteKey() []byte {
+	if v := os.Getenv("FLYFS_ENGINE_TEST_KEY"); v != "" {
+		return []byte(v)
+	}
+	return nil
 }
 
 func openT(t testing.TB, dir string, opts Options) *Engine {

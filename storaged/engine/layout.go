@@ -64,9 +64,16 @@ type blockLoc struct {
 	class uint8
 	file  uint8
 	index uint32
+	// iv is the block's IV on an encrypted disk (cipher.go), drawn at its
+	// allocation; zero on a plain disk.
+	iv [16]byte
 }
 
 func (l blockLoc) offset() int64 { return int64(l.index) * blockSize(l.class) }
+
+// place is the block's place on disk, without its IV: two records at one
+// place share a block whatever their IVs say.
+func (l blockLoc) place() blockLoc { l.iv = [16]byte{}; return l }
 
 func (l blockLoc) String() string {
 	return fmt.Sprintf("%s.%d#%d", className(l.class), l.file, l.index)

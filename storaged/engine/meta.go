@@ -22,6 +22,7 @@ func (m Meta) Pending() bool { return m.UpdateVer != m.CommitVer }
 //
 //	'c' chain(u32 BE) chunk(16 B)  -> record
 //	'v'                            -> format version (u32 LE)
+//	'k'                            -> key check value (encrypted disks: cipher.go)
 const (
 	prefixChunk   = 'c'
 	keyLen        = 1 + 4 + 16
@@ -72,16 +73,28 @@ type record struct {
 const (
 	recordHeader  = 31
 	recordFormat1 = 1
+	// recordFormat2 is format 1 with the block's IV (16 bytes) after the
+	// block index: the records of an encrypted disk.
+	recordFormat2 = 2
+	recordHeader2 = recordHeader + 16
 )
 
 func (r *record) encode(dst []byte) []byte {
-	dst = append(dst, recordFormat1)
+	encrypted := r.loc.iv != [16]byte{}
+	if encrypted {
+		dst = append(dst, recordFormat2)
+	} else {
+		dst = append(dst, recordFormat1)
+	}
 	m := &r.meta
 	for _, v := range [...]uint32{m.ChainVer, m.CommitVer, m.UpdateVer, m.Len, m.ChunkSize, m.Checksum} {
 		dst = binary.LittleEndian.AppendUint32(dst, v)
 	}
 	dst = append(dst, r.loc.class, r.loc.file)
 	dst = binary.LittleEndian.AppendUint32(dst, r.loc.index)
+	if encrypted {
+		dst = append(dst, r.loc.iv[:]...)
+	}
 	for _, c := range r.crcs {
 		dst = binary.LittleEndian.AppendUint32(dst, c)
 	}
@@ -92,23 +105,30 @@ func (r *record) encode(dst []byte) []byte {
 // record invariants is reported as ErrChecksum: the metadata is corrupt.
 func decodeRecord(b []byte) (record, error) {
 	var r record
-	if len(b) < recordHeader+4 || (len(b)-recordHeader-4)%4 != 0 {
+	header := recordHeader
+	if len(b) > 0 && b[0] == recordFormat2 {
+		header = recordHeader2
+	}
+	if len(b) < header+4 || (len(b)-header-4)%4 != 0 {
 		return r, fmt.Errorf("%w: record length %d", ErrChecksum, len(b))
 	}
 	body := b[:len(b)-4]
 	if got, want := crc(body), binary.LittleEndian.Uint32(b[len(b)-4:]); got != want {
 		return r, fmt.Errorf("%w: record crc %08x != %08x", ErrChecksum, got, want)
 	}
-	if b[0] != recordFormat1 {
+	if b[0] != recordFormat1 && b[0] != recordFormat2 {
 		return r, fmt.Errorf("%w: unknown record format %d", ErrChecksum, b[0])
 	}
 	u := func(i int) uint32 { return binary.LittleEndian.Uint32(b[1+4*i:]) }
 	r.meta = Meta{ChainVer: u(0), CommitVer: u(1), UpdateVer: u(2), Len: u(3), ChunkSize: u(4), Checksum: u(5)}
 	r.loc = blockLoc{class: b[25], file: b[26], index: binary.LittleEndian.Uint32(b[27:31])}
-	n := (len(body) - recordHeader) / 4
+	if header == recordHeader2 {
+		copy(r.loc.iv[:], b[recordHeader:recordHeader2])
+	}
+	n := (len(body) - header) / 4
 	r.crcs = make([]uint32, n)
 	for i := range r.crcs {
-		r.crcs[i] = binary.LittleEndian.Uint32(body[recordHeader+4*i:])
+		r.crcs[i] = binary.LittleEndian.Uint32(body[header+4*i:])
 	}
 	if err := r.validate(); err != nil {
 		return record{}, err

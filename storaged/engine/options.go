@@ -29,6 +29,10 @@ type Options struct {
 	MetaMemTableSize uint64
 	// MetaCacheSize is Pebble's block cache size. Default 8 MiB.
 	MetaCacheSize int64
+	// EncryptionKey (32 bytes) keeps block contents as AES-256-CTR
+	// ciphertext (cipher.go). Decided when the disk is created: an existing
+	// disk opens only with the key it was created with, or none if none.
+	EncryptionKey []byte
 }
 
 // DefaultOptions are the production settings: durable updates.

@@ -75,11 +75,11 @@ func (e *Engine) Verify(ctx context.Context) (VerifyReport, error) {
 		if r.meta.Len == 0 {
 			continue
 		}
-		if other, dup := owner[r.loc]; dup {
+		if other, dup := owner[r.loc.place()]; dup {
 			rep.SharedBlocks++
 			rep.problem("%v: block %v also used by %v", k, r.loc, other)
 		}
-		owner[r.loc] = k
+		owner[r.loc.place()] = k
 		if !e.alloc.isUsed(r.loc) {
 			rep.Inconsistent++
 			rep.problem("%v: block %v is free in the allocator", k, r.loc)

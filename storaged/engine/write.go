@@ -13,11 +13,17 @@ func (e *Engine) writeCOW(k Key, cur *version, c *change, cls uint8, crcs []uint
 	if err != nil {
 		return loc, err
 	}
-	dst, dbase := e.alloc.file(loc), loc.offset()
+	if e.ciph != nil {
+		if loc.iv, err = newIV(); err != nil {
+			e.alloc.free(loc)
+			return blockLoc{}, err
+		}
+	}
+	dst := e.alloc.file(loc)
 	var src *os.File
-	var sbase int64
+	var srcLoc blockLoc
 	if cur != nil && cur.blk != nil {
-		src, sbase = e.alloc.file(cur.blk.loc), cur.blk.loc.offset()
+		src, srcLoc = e.alloc.file(cur.blk.loc), cur.blk.loc
 	}
 	keep := min(c.oldLen, c.newLen) // old bytes [0, keep) may survive
 	sb := getSeg()
@@ -33,15 +39,15 @@ func (e *Engine) writeCOW(k Key, cur *version, c *change, cls uint8, crcs []uint
 	if c.first >= 0 {
 		prefix = min(prefix, c.first*SegmentSize)
 	}
-	if err := copyRange(dst, dbase, src, sbase, prefix, *sb); err != nil {
+	if err := e.copyContent(dst, loc, src, srcLoc, 0, prefix, *sb); err != nil {
 		return fail(writeErr(err))
 	}
 	if c.first >= 0 {
-		if err := e.writeTouched(k, cur, c, dst, dbase, src, sbase, keep, crcs); err != nil {
+		if err := e.writeTouched(k, cur, c, dst, loc, src, srcLoc, keep, crcs); err != nil {
 			return fail(err)
 		}
 		if lo := (c.last + 1) * SegmentSize; lo < keep {
-			if err := copyRange(dst, dbase+lo, src, sbase+lo, keep-lo, *sb); err != nil {
+			if err := e.copyContent(dst, loc, src, srcLoc, lo, keep-lo, *sb); err != nil {
 				return fail(writeErr(err))
 			}
 		}
@@ -58,13 +64,13 @@ func (e *Engine) writeCOW(k Key, cur *version, c *change, cls uint8, crcs []uint
 // and computes their CRCs. Segments made of written data only go straight
 // from c.data (coalesced into one pwrite); the others are assembled in a
 // scratch segment from the verified old segment, zeros and data.
-func (e *Engine) writeTouched(k Key, cur *version, c *change, dst *os.File, dbase int64, src *os.File, sbase, keep int64, crcs []uint32) error {
+func (e *Engine) writeTouched(k Key, cur *version, c *change, dst *os.File, dloc blockLoc, src *os.File, sloc blockLoc, keep int64, crcs []uint32) error {
 	runLo, runHi := int64(-1), int64(-1)
 	flush := func() error {
 		if runLo < 0 {
 			return nil
 		}
-		err := pwriteFull(dst, c.data[runLo-c.off:runHi-c.off], dbase+runLo)
+		err := e.writeContent(dst, dloc, c.data[runLo-c.off:runHi-c.off], runLo)
 		runLo, runHi = -1, -1
 		return writeErr(err)
 	}
@@ -89,7 +95,7 @@ func (e *Engine) writeTouched(k Key, cur *version, c *change, dst *os.File, dbas
 		oldHi := min(segHi, keep)
 		if segLo < oldHi && !(c.n > 0 && c.off <= segLo && c.off+c.n >= oldHi) {
 			old := (*sb)[:min(segLo+SegmentSize, c.oldLen)-segLo]
-			if err := preadFull(src, old, sbase+segLo); err != nil {
+			if err := e.readContent(src, sloc, old, segLo); err != nil {
 				if isChecksum(err) {
 					e.checksumErrors.Add(1)
 				}
@@ -108,7 +114,7 @@ func (e *Engine) writeTouched(k Key, cur *version, c *change, dst *os.File, dbas
 			}
 		}
 		crcs[s] = crc(buf)
-		if err := pwriteFull(dst, buf, dbase+segLo); err != nil {
+		if err := e.writeContentInPlace(dst, dloc, buf, segLo); err != nil {
 			return writeErr(err)
 		}
 	}
@@ -119,16 +125,16 @@ func (e *Engine) writeTouched(k Key, cur *version, c *change, dst *os.File, dbas
 // into the current block and extends the CRCs: the partial last segment's
 // CRC is continued with crcUpdate, so nothing is read back.
 func (e *Engine) appendInPlace(cur *version, c *change, crcs []uint32) error {
-	f, base := e.alloc.file(cur.blk.loc), cur.blk.loc.offset()
+	f, loc := e.alloc.file(cur.blk.loc), cur.blk.loc
 	zeroEnd := c.newLen // extension: all zeros
 	if c.n > 0 {
 		zeroEnd = c.off
 	}
-	if err := pwriteZeros(f, base+c.oldLen, zeroEnd-c.oldLen); err != nil {
+	if err := e.writeZeros(f, loc, c.oldLen, zeroEnd-c.oldLen); err != nil {
 		return writeErr(err)
 	}
 	if c.n > 0 {
-		if err := pwriteFull(f, c.data, base+c.off); err != nil {
+		if err := e.writeContent(f, loc, c.data, c.off); err != nil {
 			return writeErr(err)
 		}
 	}
@@ -167,7 +173,7 @@ func (e *Engine) cutInPlace(k Key, cur *version, c *change, crcs []uint32) error
 	sb := getSeg()
 	defer putSeg(sb)
 	old := (*sb)[:min(segLo+SegmentSize, c.oldLen)-segLo]
-	if err := preadFull(e.alloc.file(cur.blk.loc), old, cur.blk.loc.offset()+segLo); err != nil {
+	if err := e.readContent(e.alloc.file(cur.blk.loc), cur.blk.loc, old, segLo); err != nil {
 		if isChecksum(err) {
 			e.checksumErrors.Add(1)
 		}
