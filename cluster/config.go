@@ -30,6 +30,9 @@ type Config struct {
 	// MasterKey seals access-key secrets in the store; nil keeps one in
 	// Dir/master.key, drawn on the first start.
 	MasterKey []byte
+	// EncryptionKey (32 bytes), when set, encrypts the storage nodes'
+	// chunk content at rest (storaged.Config.EncryptionKey).
+	EncryptionKey []byte
 	// Token is the cluster token every peer presents; empty draws a random
 	// one for this run, unless InsecureNoToken asks for none at all.
 	Token           string

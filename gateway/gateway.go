@@ -77,6 +77,7 @@ type Gateway struct {
 	mcache metaCache
 	bcache bucketCache
 	acache authCache
+	atRest atRestCache
 
 	errLog errLimiter // 5xx lines at warn
 
@@ -379,6 +380,7 @@ func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	}
 	h.Set("Content-Type", "application/xml")
 	h.Del("Content-Length")
+	h.Del("X-Amz-Server-Side-Encryption")
 	h.Del("ETag")
 	h.Del("Last-Modified")
 	if r.Method == http.MethodHead {

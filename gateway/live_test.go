@@ -40,9 +40,14 @@ func startGW(t testing.TB) *liveGW { return startGWWith(t, nil) }
 
 // startGWWith is startGW with the gateway's configuration changed by mod.
 func startGWWith(t testing.TB, mod func(*Config)) *liveGW {
+	return startGWOn(t, harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 4}, mod)
+}
+
+// startGWOn is startGWWith on a cluster of the given configuration.
+func startGWOn(t testing.TB, cc harness.ClusterConfig, mod func(*Config)) *liveGW {
 	t.Helper()
 	t.Setenv("AWS_CA_BUNDLE", "")
-	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 4}, ChunkSize: 1 << 20})
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: cc, ChunkSize: 1 << 20})
 	cfg := Config{FS: c.FS(), RootAccessKey: rootAK, RootSecretKey: rootSK, Domains: []string{"localhost"},
 		Logger: testLogger()}
 	if mod != nil {

@@ -152,7 +152,7 @@ func postHeaders(fields map[string]string) (http.Header, error) {
 			return nil, errCode("NotImplemented", "The form field %s is not supported in a POST upload; the request is refused and nothing was stored.", name)
 		}
 	}
-	return h, refuseHeaders(h, "PutObject")
+	return h, nil
 }
 
 // postTags reads the tagging field (a Tagging XML document).
@@ -177,6 +177,12 @@ func (g *Gateway) postObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 	// What flyfs would not give is refused first, naming it, whether the
 	// policy names the field or not.
 	hdr, err := postHeaders(fields)
+	if err == nil {
+		var rest http.Header
+		if rest, err = g.checkSSE(ctx, hdr, "PostObject"); err == nil {
+			err = refuseHeaders(rest, "PutObject")
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -140,8 +140,12 @@ func (g *Gateway) opTables() (bucket, object opTable) {
 			"PUT":    one(route{"PutBucketCors", rw, g.putBucketCors}),
 			"DELETE": one(route{"DeleteBucketCors", rw, g.deleteBucketCors}),
 		},
-		"delete":              {"POST": one(route{"DeleteObjects", rw, g.deleteObjects})},
-		"encryption":          g.configOps("GetBucketEncryption", "PutBucketEncryption", "DeleteBucketEncryption", "ServerSideEncryptionConfigurationNotFoundError"),
+		"delete": {"POST": one(route{"DeleteObjects", rw, g.deleteObjects})},
+		"encryption": {
+			"GET":    one(route{"GetBucketEncryption", rd, g.getBucketEncryption}),
+			"PUT":    one(route{"PutBucketEncryption", rw, g.putBucketEncryption}),
+			"DELETE": one(route{"DeleteBucketEncryption", rw, g.deleteBucketEncryption}),
+		},
 		"intelligent-tiering": idConfigOps("IntelligentTiering", "ListBucketIntelligentTieringConfigurations"),
 		"inventory":           idConfigOps("Inventory", "ListBucketInventoryConfigurations"),
 		"lifecycle": {
@@ -370,6 +374,9 @@ func (g *Gateway) serve(rt route, w http.ResponseWriter, r *http.Request, rc *re
 	if h == nil {
 		h = g.notImplemented
 	}
+	if sseOps[rt.op] && g.encryptedAtRest(r.Context()) {
+		w.Header().Set("X-Amz-Server-Side-Encryption", sseAES256)
+	}
 	if err := h(w, r, rc); err != nil {
 		if sw, ok := w.(*statusWriter); ok && sw.status != 0 {
 			// Headers are out: the connection is the only way to say it.
@@ -396,7 +403,11 @@ func (g *Gateway) admit(r *http.Request, rc *reqCtx, rt route) error {
 	if err := checkVersionID(r.URL.Query(), rt.op); err != nil {
 		return err
 	}
-	return refuseHeaders(r.Header, rt.op)
+	h, err := g.checkSSE(r.Context(), r.Header, rt.op)
+	if err != nil {
+		return err
+	}
+	return refuseHeaders(h, rt.op)
 }
 
 // versionedOps are the implemented operations that take a versionId: on

@@ -64,8 +64,8 @@ var walkOps = map[string]walkWant{
 	"b DELETE cors":                                  done("DeleteBucketCors", 204),
 	"b POST delete":                                  {"DeleteObjects", 400, "MalformedXML"},
 	"b GET encryption":                               absent("GetBucketEncryption", "ServerSideEncryptionConfigurationNotFoundError"),
-	"b PUT encryption":                               unimpl("PutBucketEncryption"),
-	"b DELETE encryption":                            unimpl("DeleteBucketEncryption"),
+	"b PUT encryption":                               {"PutBucketEncryption", 400, "MalformedXML"},
+	"b DELETE encryption":                            done("DeleteBucketEncryption", 204),
 	"b GET intelligent-tiering":                      unimpl("ListBucketIntelligentTieringConfigurations"),
 	"b GET intelligent-tiering&id=x":                 unimpl("GetBucketIntelligentTieringConfiguration"),
 	"b PUT intelligent-tiering":                      unimpl("PutBucketIntelligentTieringConfiguration"),
@@ -412,10 +412,6 @@ func TestLiveSubresourcesSDK(t *testing.T) {
 	cb := aws.String("cfg")
 	id := aws.String("x")
 	for name, call := range map[string]func() error{
-		"DeleteBucketEncryption": func() error {
-			_, err := c.DeleteBucketEncryption(ctx, &s3.DeleteBucketEncryptionInput{Bucket: cb})
-			return err
-		},
 		"DeleteBucketWebsite": func() error {
 			_, err := c.DeleteBucketWebsite(ctx, &s3.DeleteBucketWebsiteInput{Bucket: cb})
 			return err
@@ -459,6 +455,9 @@ func TestLiveSubresourcesSDK(t *testing.T) {
 	}
 	if _, err := c.DeleteBucketLifecycle(ctx, &s3.DeleteBucketLifecycleInput{Bucket: cb}); err != nil {
 		t.Errorf("DeleteBucketLifecycle: %v", err)
+	}
+	if _, err := c.DeleteBucketEncryption(ctx, &s3.DeleteBucketEncryptionInput{Bucket: cb}); err != nil {
+		t.Errorf("DeleteBucketEncryption: %v", err)
 	}
 	if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: cb}); err != nil {
 		t.Fatalf("a configuration's delete deleted the bucket: %v", err)

@@ -208,7 +208,8 @@ func (s *Server) heartbeat(ctx context.Context, timeout time.Duration) {
 	}
 	for i, e := range s.engines {
 		st := e.Stats()
-		d := mgmtdapi.DiskReport{Path: s.cfg.Disks[i], UsedBytes: uint64(st.AllocatedBytes), ReadOnly: st.ReadOnly, Full: st.Full}
+		d := mgmtdapi.DiskReport{Path: s.cfg.Disks[i], UsedBytes: uint64(st.AllocatedBytes), ReadOnly: st.ReadOnly, Full: st.Full,
+			Encrypted: s.engines[i].Encrypted()}
 		if sp, ok := statDisk(s.cfg.Disks[i]); ok {
 			// What the file system under the disk can still give, its size,
 			// and which it is (disks sharing one count its space once).

@@ -37,6 +37,10 @@ type Config struct {
 	RPC rpc.Options
 	// NoSync acknowledges updates before data and metadata reach the disk.
 	NoSync bool
+	// EncryptionKey (32 bytes) keeps chunk content encrypted on the disks
+	// (engine.Options.EncryptionKey): decided when a disk is created, and
+	// reported to mgmtd with each disk (DiskReport.Encrypted).
+	EncryptionKey []byte
 	// ForwardTimeout bounds how long an update keeps retrying towards its
 	// successor (through routing changes) before failing. Default 30 s.
 	ForwardTimeout time.Duration
@@ -136,7 +140,7 @@ func New(cfg Config) (*Server, error) {
 				return nil, fmt.Errorf("storaged: %w", err)
 			}
 		}
-		e, err := engine.Open(dir, engine.Options{Sync: !cfg.NoSync, Logger: s.log})
+		e, err := engine.Open(dir, engine.Options{Sync: !cfg.NoSync, Logger: s.log, EncryptionKey: cfg.EncryptionKey})
 		if err != nil {
 			s.closeEngines()
 			return nil, fmt.Errorf("storaged: open disk %s: %w", dir, err)

@@ -43,6 +43,7 @@ type serverOptions struct {
 	http                 httpOptions // TLS and bounds of the S3 and console servers
 	rpc                  rpc.Options // bounds of every role's RPC server
 	gcGrace              time.Duration
+	encryptionKeyFile    string
 	obs                  observeOptions
 	logOut               io.Writer // the log (nil: stderr)
 }
@@ -89,6 +90,7 @@ its own subcommand and talks to the others over loopback. Restarting on the same
 	addHTTPFlags(f, &o.http)
 	addRPCFlags(f, &o.rpc)
 	f.DurationVar(&o.gcGrace, "gc-grace", 5*time.Minute, "how long removed files keep their chunks, so readers that have them open keep reading (0: none; flyfs admin gc collects now)")
+	f.StringVar(&o.encryptionKeyFile, "encryption-key-file", "", encryptionKeyHelp)
 	addObserveFlags(f, &o.obs)
 	f.Lookup("metrics-addr").Usage = "serve every role's Prometheus metrics, labelled role=<mgmtd, metad, storaged, client, gateway>, at http://ADDR/metrics (empty: no metrics)"
 	return cmd
@@ -123,13 +125,18 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 		return err
 	}
 	defer obs.close()
+	encKey, err := readEncryptionKey(o.encryptionKeyFile)
+	if err != nil {
+		return err
+	}
 	db, err := kvopen.Open(ctx, o.kvc)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	c, err := cluster.Start(ctx, cluster.Config{Dir: o.dataDir, KV: db, NoSync: o.noSync, Token: token, InsecureNoToken: token == "",
-		MgmtdAddrs: []string{o.mgmtdAddr}, Nodes: o.disks, Chains: o.chains, Replicas: o.replicas,
+		EncryptionKey: encKey,
+		MgmtdAddrs:    []string{o.mgmtdAddr}, Nodes: o.disks, Chains: o.chains, Replicas: o.replicas,
 		Metads: 1, MetadAddrs: []string{o.metadAddr}, RPCLimits: o.rpc, GCGrace: graceOption(o.gcGrace), Logger: log,
 		Metrics: obs.reg})
 	if err != nil {

@@ -33,6 +33,7 @@ func storagedCmd() *cobra.Command {
 		advertise   string
 		hbTimeout   time.Duration
 		resyncRate  int64
+		keyFile     string
 		obsOpts     observeOptions
 	)
 	cmd := &cobra.Command{
@@ -78,6 +79,10 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 			if err != nil {
 				return err
 			}
+			encKey, err := readEncryptionKey(keyFile)
+			if err != nil {
+				return err
+			}
 			l, err := net.Listen("tcp", listen)
 			if err != nil {
 				return err
@@ -87,7 +92,7 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 			}
 			cfg := storaged.Config{Node: routing.NodeID(node), Addr: advertise, Disks: disks, Targets: tcs,
 				RPC: withLimits(rpc.Options{Token: token, Logger: log, Registerer: reg}, limits), NoSync: noSync, Logger: log,
-				HeartbeatTimeout: hbTimeout, ResyncBytesPerSec: resyncRate, Registerer: reg}
+				HeartbeatTimeout: hbTimeout, ResyncBytesPerSec: resyncRate, Registerer: reg, EncryptionKey: encKey}
 			if len(mgmtdAddrs) > 0 {
 				rc := rpc.NewClient(rpc.Options{Token: token, Logger: log, Registerer: reg})
 				defer rc.Close()
@@ -152,6 +157,7 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 	f.StringVar(&advertise, "advertise", "", "address others reach this node at (default: the listen address)")
 	f.DurationVar(&hbTimeout, "heartbeat-timeout", 6*time.Second, "T: mgmtd's failure timeout; the node stops serving after T/2 without mgmtd")
 	f.Int64Var(&resyncRate, "resync-rate", 256<<20, "recovery throttle in bytes per second")
+	f.StringVar(&keyFile, "encryption-key-file", "", encryptionKeyHelp)
 	addObserveFlags(f, &obsOpts)
 	return cmd
 }

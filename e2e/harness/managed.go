@@ -29,6 +29,8 @@ type ClusterConfig struct {
 	ResyncBytesPerSec int64
 	// KV is mgmtd's store (default: a fresh in-memory one).
 	KV *kv.DB
+	// EncryptionKey encrypts the storage nodes' chunk content at rest.
+	EncryptionKey []byte
 }
 
 func (cfg *ClusterConfig) defaults() {
@@ -48,7 +50,7 @@ func (cfg *ClusterConfig) defaults() {
 
 // config is the in-process cluster's configuration for cfg.
 func (cfg ClusterConfig) config(dir string, net *Network) cluster.Config {
-	return cluster.Config{Dir: dir, KV: cfg.KV, NoSync: cfg.NoSync, Token: "cluster-token",
+	return cluster.Config{Dir: dir, KV: cfg.KV, NoSync: cfg.NoSync, Token: "cluster-token", EncryptionKey: cfg.EncryptionKey,
 		Mgmtds: cfg.Mgmtds, HeartbeatTimeout: cfg.T, ScanInterval: cfg.T / 6,
 		Nodes: cfg.Nodes, Chains: cfg.Chains, Replicas: cfg.Replicas,
 		ForwardTimeout: 2 * cfg.T, ResyncBytesPerSec: cfg.ResyncBytesPerSec,

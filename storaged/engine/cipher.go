@@ -219,3 +219,6 @@ func (e *Engine) holdsNoChunk() bool {
 	defer it.Close()
 	return !it.First()
 }
+
+// Encrypted says whether the disk keeps its content encrypted.
+func (e *Engine) Encrypted() bool { return e.ciph != nil }

@@ -103,6 +103,9 @@ type DiskReport struct {
 	// it: statfs f_fsid, else the device id, with the kernel's boot id),
 	// so that space is counted once per file system; "": not reported.
 	FS string `cbor:"7,keyasint,omitempty"`
+	// Encrypted: the disk keeps chunk content encrypted at rest
+	// (storaged --encryption-key-file).
+	Encrypted bool `cbor:"8,keyasint,omitempty"`
 }
 
 // UsedFraction is the share of the disk's file system in use, 1 - free /
