@@ -4,9 +4,10 @@
 # against the gateway), chromium (the console's browser tests), docker-compose
 # (to check docker-compose.yml; there is no Docker engine), rsync (the mount's
 # rsync round trip), python3-boto3 (boto3's presigned POST and URLs against
-# the gateway). Only what is
-# missing is installed; without root or apt the tests that need a package
-# skip and say so.
+# the gateway), git and sqlite3 (a repository cloned into and out of the
+# mount, a database made and queried on it). Only what is missing is
+# installed; without root or apt the tests that need a package skip and say
+# so.
 set -uo pipefail
 need=()
 command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
@@ -15,6 +16,8 @@ command -v rclone >/dev/null 2>&1 || need+=(rclone)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
 command -v rsync >/dev/null 2>&1 || need+=(rsync)
+command -v git >/dev/null 2>&1 || need+=(git)
+command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 /usr/bin/python3 -c 'import boto3' >/dev/null 2>&1 || need+=(python3-boto3)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
