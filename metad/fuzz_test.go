@@ -51,6 +51,9 @@ var metadMethods = []rpctest.Method{
 	rpctest.M[metaapi.InodeReq](metaapi.MethodGetLayout),
 	rpctest.M[metaapi.Empty](metaapi.MethodFsck),
 	rpctest.M[metaapi.MknodReq](metaapi.MethodMknod),
+	rpctest.M[metaapi.LockSessionReq](metaapi.MethodLockSession),
+	rpctest.M[metaapi.LockReq](metaapi.MethodGetLock),
+	rpctest.M[metaapi.LockReq](metaapi.MethodSetLock),
 	rpctest.M[metaapi.KeyReq](metaapi.MethodKeyGet),
 	rpctest.M[metaapi.Empty](metaapi.MethodKeyList),
 	rpctest.M[access.Key](metaapi.MethodKeyCreate),
@@ -173,6 +176,9 @@ func FuzzMetadHandlers(f *testing.F) {
 	add(metaapi.MethodGetLayout, &metaapi.InodeReq{Ino: m.file})
 	add(metaapi.MethodFsck, &metaapi.Empty{})
 	add(metaapi.MethodMknod, &metaapi.MknodReq{ReqID: rid(19), Parent: m.dir, Name: "dev", Type: metaapi.TypeCharDev, Mode: 0o600, Rdev: 1<<8 | 3})
+	add(metaapi.MethodLockSession, &metaapi.LockSessionReq{Client: "fuzz", TTLms: 10000})
+	add(metaapi.MethodSetLock, &metaapi.LockReq{Ino: m.file, Class: metaapi.LockPOSIX, Lock: metaapi.FileLock{Client: "fuzz", Owner: 1, Kind: metaapi.LockWrite, Start: 0, End: 99}})
+	add(metaapi.MethodGetLock, &metaapi.LockReq{Ino: m.file, Class: metaapi.LockFlock, Lock: metaapi.FileLock{Client: "other", Owner: 2, Kind: metaapi.LockRead, End: 1<<64 - 1}})
 	add(metaapi.MethodKeyGet, &metaapi.KeyReq{ID: m.key})
 	add(metaapi.MethodKeyList, &metaapi.Empty{})
 	add(metaapi.MethodKeyCreate, &access.Key{Description: "fuzz", Buckets: map[string]access.Permission{"data": access.Read}})

@@ -146,6 +146,9 @@ func New(cfg Config) (*Server, error) {
 	handle(s, metaapi.MethodGetLayout, s.getLayout)
 	handle(s, metaapi.MethodFsck, s.fsck)
 	handle(s, metaapi.MethodMknod, s.mknod)
+	handle(s, metaapi.MethodLockSession, s.lockSession)
+	handle(s, metaapi.MethodGetLock, s.getLock)
+	handle(s, metaapi.MethodSetLock, s.setLock)
 	handle(s, metaapi.MethodCollect, s.handleCollect)
 	if err := s.serveKeys(cfg); err != nil {
 		s.Close()

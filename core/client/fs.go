@@ -31,6 +31,7 @@ type FS struct {
 	MetaRetry time.Duration
 	closers   []func()
 	metrics   *fsMetrics // nil unless dialed with Config.Registerer
+	locks     lockSession
 }
 
 // DefaultInodeTTL is how long a path lookup is trusted: changes made by other
@@ -77,6 +78,7 @@ func (fs *FS) Chunks() *ChunkIO { return fs.chunks }
 // Close stops what Dial started (registration, routing updates, connections).
 // An FS built with NewFS has nothing to stop.
 func (fs *FS) Close() error {
+	fs.endLocks()
 	for i := len(fs.closers) - 1; i >= 0; i-- {
 		fs.closers[i]()
 	}

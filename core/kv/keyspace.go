@@ -35,6 +35,8 @@ var Keyspace = []Space{
 	{"DMTI", "metad/ns", "directories' modification times and subdirectory counts"},
 	{"STAB", "metad/ns", "the StatFS base"},
 	{"STAD", "metad/ns", "StatFS deltas"},
+	{"LOCK", "metad/ns", "files' fcntl and flock lock tables"},
+	{"LKSS", "metad/ns", "the clients' lock sessions"},
 	{"S3K/", "metad/keys", "access keys"},
 	{"S3ROOT", "metad/keys", "the id of the root access key"},
 }

@@ -100,7 +100,7 @@ func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
 	bad := &st.bad
 	id := func(k []byte, off int) uint64 { return binary.LittleEndian.Uint64(k[off : off+8]) }
 	// Only our tags: the store may hold other services' keys.
-	tags := [][]byte{tagInode, tagDentry, tagIdem, tagGC, tagAlloc, tagSession, tagXattr, tagDirTime, keyStatBase, tagStatDelta}
+	tags := [][]byte{tagInode, tagDentry, tagIdem, tagGC, tagAlloc, tagSession, tagXattr, tagDirTime, keyStatBase, tagStatDelta, tagLock, tagLockSession}
 	visit := func(k, v []byte) error {
 		if len(k) < 4 {
 			*bad = append(*bad, fmt.Sprintf("short key %q", k))
@@ -170,6 +170,16 @@ func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
 			st.stats.Inodes += d.Inodes
 			st.stats.Bytes += d.Bytes
 		case bytes.Equal(tag, tagIdem) && len(rest) == 16:
+		case bytes.Equal(tag, tagLock) && len(rest) == 9 && (LockClass(rest[8]) == LockPOSIX || LockClass(rest[8]) == LockFlock):
+			var held []RangeLock
+			if err := decode(v, &held); err != nil {
+				*bad = append(*bad, fmt.Sprintf("lock table %x: %v", rest, err))
+			}
+		case bytes.Equal(tag, tagLockSession) && len(rest) > 0 && len(rest) <= maxLockClient:
+			var s lockSession
+			if err := decode(v, &s); err != nil {
+				*bad = append(*bad, fmt.Sprintf("lock session %q: %v", rest, err))
+			}
 		default:
 			*bad = append(*bad, fmt.Sprintf("malformed key %q", k))
 		}

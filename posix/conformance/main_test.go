@@ -25,6 +25,7 @@ import (
 
 var (
 	mountDir   string     // the shared mount
+	mountDir2  string     // a second mount of the same cluster, by another client (locks_test.go)
 	clientFS   *client.FS // the mount's client, to read what the cluster holds
 	skipReason string
 )
@@ -85,7 +86,41 @@ func run(m *testing.M) (code int) {
 			code = 1
 		}
 	}()
+	// A second mount, as another host's would be: its own client, so its
+	// own lock session.
+	fs2, err := c.Dial(context.Background(), "second mount", nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conformance:", err)
+		return 1
+	}
+	defer fs2.Close()
+	mountDir2 = filepath.Join(scratch, "mnt2")
+	if err := os.Mkdir(mountDir2, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	mnt2, err := fusefs.Mount(context.Background(), fs2, mountDir2, fusefs.Options{AllowOther: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conformance: second mount:", err)
+		return 1
+	}
+	defer func() {
+		if err := mnt2.Unmount(); err != nil {
+			fmt.Fprintln(os.Stderr, "conformance: unmount the second mount:", err)
+			code = 1
+		}
+	}()
 	return m.Run()
+}
+
+// onSecond is p (in the first mount) as the second mount shows it.
+func onSecond(t *testing.T, p string) string {
+	t.Helper()
+	rel, err := filepath.Rel(mountDir, p)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		t.Fatalf("%s is not in the mount", p)
+	}
+	return filepath.Join(mountDir2, rel)
 }
 
 // dir returns a fresh directory in the mount for one test.

@@ -256,6 +256,12 @@ func (f *fileSystem) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Ope
 	defer done()
 	c := creds(&in.InHeader)
 	ino, session, err := f.meta.Open(ctx, in.NodeId, openFlags(in.Flags)&^os.O_TRUNC, c)
+	if client.Errno(err) == syscall.ENOENT {
+		// The kernel's entry names a file another client removed: ESTALE
+		// makes it look the name up again (and an O_CREAT create it)
+		// instead of failing the open.
+		return fuse.Status(syscall.ESTALE)
+	}
 	if err != nil {
 		return f.status(ctx, "open", err)
 	}
@@ -413,6 +419,7 @@ func (f *fileSystem) writeThrough(ctx context.Context, h *handle, data []byte, o
 // Flush runs on every close(2): a handle that wrote ends its session here,
 // so the data and length are settled when close returns.
 func (f *fileSystem) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
+	f.releasePOSIXLocks(cancel, in)
 	h := f.handle(in.Fh)
 	if h == nil || !h.write {
 		return fuse.OK
@@ -454,6 +461,7 @@ func (f *fileSystem) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status
 }
 
 func (f *fileSystem) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	f.releaseFlock(cancel, in)
 	h := f.handle(in.Fh)
 	if h == nil {
 		return

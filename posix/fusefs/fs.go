@@ -39,6 +39,7 @@ type fileSystem struct {
 	opened  map[uint64]*openInode // open files by inode
 	dirs    map[uint64]*dirHandle // open directories by handle id
 	seenGen map[uint64]genSeen    // what the page cache of an inode holds
+	locked  map[uint64]bool       // files this mount took fcntl locks on (locks.go)
 	native  *native.Daemon
 }
 

@@ -133,8 +133,11 @@ func Mount(ctx context.Context, fs *client.FS, mountpoint string, opts Options) 
 		// the default pipe at all, which go-fuse logs for every read).
 		DisableSplice:     true,
 		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
-		Debug:             opts.Debug,
-		Logger:            log.New(goFuseLog(opts), "", 0),
+		// fcntl and flock locks are the cluster's (locks.go), not this
+		// kernel's alone.
+		EnableLocks: true,
+		Debug:       opts.Debug,
+		Logger:      log.New(goFuseLog(opts), "", 0),
 	}
 	srv, err := fuse.NewServer(raw, dir, mo)
 	if err != nil {
