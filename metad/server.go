@@ -241,7 +241,7 @@ func clientID(c uint64) ns.ClientID { return ns.ClientID(strconv.FormatUint(c, 1
 
 func (s *Server) create(ctx context.Context, r *metaapi.CreateReq, _ []byte) (*metaapi.CreateResp, []byte, error) {
 	res, err := s.ns.Create(ctx, ns.CreateRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name, Mode: r.Mode,
-		Exclusive: r.Exclusive, Truncate: r.Truncate, Write: r.Write, Client: clientID(r.Client), UID: r.UID, GID: r.GID})
+		Exclusive: r.Exclusive, Truncate: r.Truncate, Write: r.Write, Client: clientID(r.Client), UID: r.UID, GID: r.GID, Umask: r.Umask})
 	if err != nil {
 		return nil, nil, wire(err)
 	}
@@ -260,7 +260,7 @@ func openResp(in ns.Inode, created bool, sess *ns.Session) (*metaapi.CreateResp,
 }
 
 func (s *Server) mkdir(ctx context.Context, r *metaapi.MkdirReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
-	return inodeResp(s.ns.Mkdir(ctx, ns.MkdirRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name, Mode: r.Mode, UID: r.UID, GID: r.GID}))
+	return inodeResp(s.ns.Mkdir(ctx, ns.MkdirRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name, Mode: r.Mode, UID: r.UID, GID: r.GID, Umask: r.Umask}))
 }
 
 func (s *Server) symlink(ctx context.Context, r *metaapi.SymlinkReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
@@ -269,7 +269,7 @@ func (s *Server) symlink(ctx context.Context, r *metaapi.SymlinkReq, _ []byte) (
 
 func (s *Server) mknod(ctx context.Context, r *metaapi.MknodReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
 	return inodeResp(s.ns.Mknod(ctx, ns.MknodRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name,
-		Type: ns.InodeType(r.Type), Mode: r.Mode, Rdev: r.Rdev, UID: r.UID, GID: r.GID}))
+		Type: ns.InodeType(r.Type), Mode: r.Mode, Rdev: r.Rdev, UID: r.UID, GID: r.GID, Umask: r.Umask}))
 }
 
 func (s *Server) link(ctx context.Context, r *metaapi.LinkReq, _ []byte) (*metaapi.InodeResp, []byte, error) {

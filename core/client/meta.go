@@ -19,7 +19,12 @@ type Meta struct{ fs *FS }
 func (fs *FS) Meta() *Meta { return &Meta{fs: fs} }
 
 // Creds are the caller's ids, stamped as owner on what it creates.
-type Creds struct{ UID, GID uint32 }
+type Creds struct {
+	UID, GID uint32
+	// Umask is the creator's, for creates (a mount passes the kernel's):
+	// applied unless the parent has a default ACL, which takes its place.
+	Umask uint32
+}
 
 func inodeOf(r *metaapi.InodeResp, err error) (metaapi.Inode, error) {
 	if err != nil {
@@ -51,7 +56,7 @@ func (m *Meta) Resolve(ctx context.Context, path string, followLast bool) (metaa
 func (m *Meta) Create(ctx context.Context, parent uint64, name string, mode uint32, flags int, cr Creds) (in metaapi.Inode, session []byte, created bool, err error) {
 	req := &metaapi.CreateReq{ReqID: newReqID(), Parent: parent, Name: name, Mode: mode,
 		Exclusive: flags&os.O_EXCL != 0, Truncate: flags&os.O_TRUNC != 0, Write: writeFlags(flags),
-		Client: m.fs.clientID, UID: cr.UID, GID: cr.GID}
+		Client: m.fs.clientID, UID: cr.UID, GID: cr.GID, Umask: cr.Umask}
 	r, err := callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.CreateResp, error) { return c.Create(ctx, req) })
 	if err != nil {
 		return metaapi.Inode{}, nil, false, err
@@ -86,7 +91,7 @@ func (m *Meta) Open(ctx context.Context, ino uint64, flags int, cr Creds) (metaa
 
 // Mkdir creates a directory.
 func (m *Meta) Mkdir(ctx context.Context, parent uint64, name string, mode uint32, cr Creds) (metaapi.Inode, error) {
-	req := &metaapi.MkdirReq{ReqID: newReqID(), Parent: parent, Name: name, Mode: mode, UID: cr.UID, GID: cr.GID}
+	req := &metaapi.MkdirReq{ReqID: newReqID(), Parent: parent, Name: name, Mode: mode, UID: cr.UID, GID: cr.GID, Umask: cr.Umask}
 	return inodeOf(callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.InodeResp, error) { return c.Mkdir(ctx, req) }))
 }
 
@@ -106,7 +111,7 @@ func (m *Meta) Symlink(ctx context.Context, parent uint64, name, target string, 
 // Mknod creates a special file: typ is a fifo, a socket or a device (with
 // its number rdev, as Inode.Rdev).
 func (m *Meta) Mknod(ctx context.Context, parent uint64, name string, typ metaapi.Type, mode, rdev uint32, cr Creds) (metaapi.Inode, error) {
-	req := &metaapi.MknodReq{ReqID: newReqID(), Parent: parent, Name: name, Type: typ, Mode: mode, Rdev: rdev, UID: cr.UID, GID: cr.GID}
+	req := &metaapi.MknodReq{ReqID: newReqID(), Parent: parent, Name: name, Type: typ, Mode: mode, Rdev: rdev, UID: cr.UID, GID: cr.GID, Umask: cr.Umask}
 	return inodeOf(callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.InodeResp, error) { return c.Mknod(ctx, req) }))
 }
 

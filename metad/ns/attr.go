@@ -67,6 +67,9 @@ func (n *Namespace) SetAttr(ctx context.Context, ino uint64, req SetAttrRequest)
 		}
 		if req.Mask&SetMode != 0 {
 			in.Mode = req.Mode & 07777
+			if err := o.chmodACL(in); err != nil {
+				return err
+			}
 		}
 		if req.Mask&SetUID != 0 {
 			in.UID = req.UID

@@ -16,6 +16,7 @@ type CreateRequest struct {
 	Name      string
 	Mode      uint32 // permission bits
 	UID, GID  uint32
+	Umask     uint32 // applied unless the parent has a default ACL
 	Layout    *Layout  // nil: the parent's default layout
 	Exclusive bool     // O_EXCL: an existing name is EEXIST
 	Truncate  bool     // O_TRUNC: truncate an existing file to 0
@@ -88,6 +89,9 @@ func (n *Namespace) Create(ctx context.Context, req CreateRequest) (CreateResult
 			in = &Inode{ID: id, Type: TypeFile, Mode: mode, UID: req.UID, GID: gid,
 				Atime: o.now, Mtime: o.now, Ctime: o.now, Nlink: 1,
 				Layout: layout, StripeHint: initialStripeHint(layout)}
+			if err := o.inheritACL(p, in, req.Umask); err != nil {
+				return err
+			}
 			o.createInode(in)
 			o.putDentry(req.Parent, req.Name, &Dentry{Ino: id, Type: TypeFile, ReqID: req.ReqID})
 			res.Created = true
@@ -166,6 +170,7 @@ type MkdirRequest struct {
 	Name     string
 	Mode     uint32
 	UID, GID uint32
+	Umask    uint32 // as CreateRequest\'s
 	Layout   *Layout // default layout for children; nil: the parent's
 }
 
@@ -194,7 +199,7 @@ func (n *Namespace) Mkdir(ctx context.Context, req MkdirRequest) (Inode, error) 
 		if err := o.newID(&id); err != nil {
 			return err
 		}
-		in, err := o.mkdir(p, id, req.Name, req.Mode, req.UID, req.GID, req.Layout, req.ReqID)
+		in, err := o.mkdir(p, id, req.Name, req.Mode, req.UID, req.GID, req.Umask, req.Layout, req.ReqID)
 		if err != nil {
 			return err
 		}
@@ -209,11 +214,14 @@ func (n *Namespace) Mkdir(ctx context.Context, req MkdirRequest) (Inode, error) 
 
 // mkdir writes a new directory inode and its dentry in p, and counts it
 // among p's subdirectories.
-func (o *op) mkdir(p *Inode, id uint64, name string, mode, uid, gid uint32, layout *Layout, req RequestID) (*Inode, error) {
+func (o *op) mkdir(p *Inode, id uint64, name string, mode, uid, gid, umask uint32, layout *Layout, req RequestID) (*Inode, error) {
 	l := inheritLayout(p, layout)
 	mode, gid = inheritGroup(p, mode, gid, true)
 	in := &Inode{ID: id, Type: TypeDir, Mode: mode, UID: uid, GID: gid, CountsSubdirs: true,
 		Atime: o.now, Mtime: o.now, Ctime: o.now, Nlink: 1, Parent: p.ID, Name: name, DefaultLayout: &l}
+	if err := o.inheritACL(p, in, umask); err != nil {
+		return nil, err
+	}
 	o.createInode(in)
 	o.putDentry(p.ID, name, &Dentry{Ino: id, Type: TypeDir, ReqID: req})
 	return in, o.addSubdir(p.ID, id, 1)
@@ -316,7 +324,7 @@ func (n *Namespace) MkdirAll(ctx context.Context, req MkdirAllRequest) (Inode, e
 			if err := o.newID(&ids[k]); err != nil {
 				return err
 			}
-			if p, err = o.mkdir(p, ids[k], c, req.Mode, req.UID, req.GID, req.Layout, req.ReqID); err != nil {
+			if p, err = o.mkdir(p, ids[k], c, req.Mode, req.UID, req.GID, 0, req.Layout, req.ReqID); err != nil {
 				return err
 			}
 			if req.Implicit {
@@ -392,6 +400,7 @@ type MknodRequest struct {
 	Mode     uint32    // permission bits
 	Rdev     uint32    // a device's number (Inode.Rdev); ignored for fifos and sockets
 	UID, GID uint32
+	Umask    uint32 // as CreateRequest\'s
 }
 
 // Mknod creates a fifo, a socket or a device (EEXIST if the name is taken;
@@ -427,6 +436,9 @@ func (n *Namespace) Mknod(ctx context.Context, req MknodRequest) (Inode, error) 
 		mode, gid := inheritGroup(p, req.Mode, req.GID, false)
 		res = &Inode{ID: id, Type: req.Type, Mode: mode, UID: req.UID, GID: gid,
 			Atime: o.now, Mtime: o.now, Ctime: o.now, Nlink: 1, Rdev: req.Rdev}
+		if err := o.inheritACL(p, res, req.Umask); err != nil {
+			return err
+		}
 		o.createInode(res)
 		o.putDentry(req.Parent, req.Name, &Dentry{Ino: id, Type: req.Type, ReqID: req.ReqID})
 		return nil

@@ -74,6 +74,9 @@ func (n *Namespace) SetXattr(ctx context.Context, ino uint64, name string, value
 		if err != nil {
 			return err
 		}
+		if _, err := checkACLXattr(in, name, value); err != nil {
+			return err
+		}
 		key := xattrKey(ino, name)
 		old, found, err := o.tx.Get(o.ctx, key)
 		if err != nil {

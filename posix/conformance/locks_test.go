@@ -127,13 +127,18 @@ func TestFlockAcrossMounts(t *testing.T) {
 	if out, err := exec.Command(flockBin, "-n", "-s", onSecond(t, p), "true").CombinedOutput(); err == nil {
 		t.Fatalf("flock -n -s through the second mount took the lock: %s", out)
 	}
-	f1.Close() // the last close of the open file: its flock goes
-	if out, err := exec.Command(flockBin, "-n", "-x", onSecond(t, p), "true").CombinedOutput(); err != nil {
-		t.Fatalf("flock -n -x after the holder closed: %v %s", err, out)
-	}
-	if err := syscall.Flock(int(f2.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
-		t.Fatalf("LOCK_SH after the holder closed: %v", err)
-	}
+	// The last close of the open file lets its flock go; the kernel sends
+	// that release after close(2) returns, so the lock goes moments later.
+	f1.Close()
+	eventually(t, "flock -n -x after the holder closed", func() error {
+		if out, err := exec.Command(flockBin, "-n", "-x", onSecond(t, p), "true").CombinedOutput(); err != nil {
+			return fmt.Errorf("%v %s", err, out)
+		}
+		return nil
+	})
+	eventually(t, "LOCK_SH after flock(1) exited", func() error {
+		return syscall.Flock(int(f2.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+	})
 	// flock(1) holding the lock in another process, waited for.
 	start := time.Now()
 	holder := exec.Command(flockBin, "-x", p, "sleep", "1")
@@ -193,5 +198,22 @@ func TestSQLiteTwoMounts(t *testing.T) {
 		if len(lines) != 3 || lines[0] != "ok" || lines[1] != strconv.Itoa(4*per) || lines[2] != strconv.Itoa(4*per) {
 			t.Fatalf("%s: integrity, rows, distinct rows: %q, want ok %d %d", path, lines, 4*per, 4*per)
 		}
+	}
+}
+
+// eventually retries check for up to 10 s (what the kernel sends after a
+// call returns, such as the release of a closed file).
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -24,7 +24,9 @@ func (f *fileSystem) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
-	ino, err := f.meta.Mkdir(ctx, in.NodeId, name, in.Mode&07777, creds(&in.InHeader))
+	c := creds(&in.InHeader)
+	c.Umask = in.Umask // the kernel leaves it to metad (CAP_DONT_MASK)
+	ino, err := f.meta.Mkdir(ctx, in.NodeId, name, in.Mode&07777, c)
 	if err != nil {
 		return f.status(ctx, "mkdir", err)
 	}

@@ -292,6 +292,7 @@ func (f *fileSystem) Create(cancel <-chan struct{}, in *fuse.CreateIn, name stri
 	ctx, done := f.ctx(cancel)
 	defer done()
 	c := creds(&in.InHeader)
+	c.Umask = in.Umask // the kernel leaves it to metad (CAP_DONT_MASK)
 	ino, session, created, err := f.meta.Create(ctx, in.NodeId, name, in.Mode&07777, openFlags(in.Flags)&^os.O_TRUNC, c)
 	if err != nil {
 		return f.status(ctx, "create", err)
@@ -350,10 +351,12 @@ func (f *fileSystem) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string
 	defer done()
 	var ino metaapi.Inode
 	var err error
+	c := creds(&in.InHeader)
+	c.Umask = in.Umask // the kernel leaves it to metad (CAP_DONT_MASK)
 	if typ == metaapi.TypeFile {
-		ino, _, _, err = f.meta.Create(ctx, in.NodeId, name, in.Mode&07777, os.O_EXCL, creds(&in.InHeader))
+		ino, _, _, err = f.meta.Create(ctx, in.NodeId, name, in.Mode&07777, os.O_EXCL, c)
 	} else {
-		ino, err = f.meta.Mknod(ctx, in.NodeId, name, typ, in.Mode&07777, in.Rdev, creds(&in.InHeader))
+		ino, err = f.meta.Mknod(ctx, in.NodeId, name, typ, in.Mode&07777, in.Rdev, c)
 	}
 	if err != nil {
 		return f.status(ctx, "mknod", err)

@@ -5,7 +5,6 @@ import (
 	"syscall"
 
 	"github.com/flyfs/flyfs/core/api/metaapi"
-	"github.com/flyfs/flyfs/core/client"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
@@ -106,19 +105,29 @@ func (f *fileSystem) beforeUnlock(ctx context.Context, ino uint64) error {
 		return err
 	}
 	f.mu.Lock()
-	var files []*client.File
+	var writers []*handle
 	for h := range oi.handles {
-		if h.write && h.live.Load() {
-			files = append(files, h.f.Load())
+		if h.write {
+			writers = append(writers, h)
 		}
 	}
 	f.mu.Unlock()
-	for _, file := range files {
-		if err := file.Sync(ctx); err != nil {
+	for _, h := range writers {
+		if err := h.syncWrites(ctx); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// syncWrites makes the handle's writes the cluster's, as fsync(2) does.
+func (h *handle) syncWrites(ctx context.Context) error {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if !h.live.Load() {
+		return nil
+	}
+	return h.f.Load().Sync(ctx)
 }
 
 // noteLocked remembers the files this mount took fcntl locks on: their

@@ -132,10 +132,15 @@ func Mount(ctx context.Context, fs *client.FS, mountpoint string, opts Options) 
 		// copy into a pipe (and a 1 MiB reply plus its header does not fit
 		// the default pipe at all, which go-fuse logs for every read).
 		DisableSplice:     true,
-		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
+		// DONT_MASK: creates arrive with the creator's umask beside the
+		// mode, for metad to apply unless a default ACL takes its place.
+		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_DONT_MASK,
 		// fcntl and flock locks are the cluster's (locks.go), not this
 		// kernel's alone.
 		EnableLocks: true,
+		// POSIX ACLs: the kernel enforces the system.posix_acl_* xattrs
+		// metad keeps (and keeps in step with the mode).
+		EnableAcl: true,
 		Debug:       opts.Debug,
 		Logger:      log.New(goFuseLog(opts), "", 0),
 	}

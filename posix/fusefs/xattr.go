@@ -1,7 +1,6 @@
 package fusefs
 
 import (
-	"strings"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -12,10 +11,11 @@ import (
 // flyfs keeps no file capabilities, so setting one is refused.
 const xattrCaps = "security.capability"
 
-// unsupportedXattr names attributes that would look stored but not act:
-// POSIX ACLs are not enforced by this mount (the kernel checks mode bits).
+// unsupportedXattr names attributes that would look stored but not act.
+// POSIX ACLs (system.posix_acl_*) are kept and the kernel enforces them
+// (EnableAcl); metad keeps them and the mode in step.
 func unsupportedXattr(name string) bool {
-	return name == xattrCaps || strings.HasPrefix(name, "system.posix_acl_")
+	return name == xattrCaps
 }
 
 func (f *fileSystem) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr string, dest []byte) (uint32, fuse.Status) {

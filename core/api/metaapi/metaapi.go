@@ -180,6 +180,8 @@ type CreateReq struct {
 	Client    uint64    `cbor:"8,keyasint,omitempty"`
 	UID       uint32    `cbor:"9,keyasint,omitempty"`
 	GID       uint32    `cbor:"10,keyasint,omitempty"`
+	// Umask is the creator's, applied unless the parent has a default ACL.
+	Umask uint32 `cbor:"11,keyasint,omitempty"`
 }
 
 // CreateResp returns the file and, for a write open, its session.
@@ -197,6 +199,7 @@ type MkdirReq struct {
 	Mode   uint32    `cbor:"4,keyasint,omitempty"`
 	UID    uint32    `cbor:"5,keyasint,omitempty"`
 	GID    uint32    `cbor:"6,keyasint,omitempty"`
+	Umask  uint32    `cbor:"7,keyasint,omitempty"` // as CreateReq's
 }
 
 // MkdirAllReq creates a path's missing directories in one transaction.
@@ -230,6 +233,7 @@ type MknodReq struct {
 	Rdev   uint32    `cbor:"6,keyasint,omitempty"`
 	UID    uint32    `cbor:"7,keyasint,omitempty"`
 	GID    uint32    `cbor:"8,keyasint,omitempty"`
+	Umask  uint32    `cbor:"9,keyasint,omitempty"` // as CreateReq's
 }
 
 // LinkReq creates a hard link.
