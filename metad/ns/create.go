@@ -16,7 +16,7 @@ type CreateRequest struct {
 	Name      string
 	Mode      uint32 // permission bits
 	UID, GID  uint32
-	Umask     uint32 // applied unless the parent has a default ACL
+	Umask     uint32   // applied unless the parent has a default ACL
 	Layout    *Layout  // nil: the parent's default layout
 	Exclusive bool     // O_EXCL: an existing name is EEXIST
 	Truncate  bool     // O_TRUNC: truncate an existing file to 0
@@ -170,7 +170,7 @@ type MkdirRequest struct {
 	Name     string
 	Mode     uint32
 	UID, GID uint32
-	Umask    uint32 // as CreateRequest\'s
+	Umask    uint32  // as CreateRequest\'s
 	Layout   *Layout // default layout for children; nil: the parent's
 }
 

@@ -131,7 +131,7 @@ func Mount(ctx context.Context, fs *client.FS, mountpoint string, opts Options) 
 		// Read replies are buffers in memory: splicing them means one more
 		// copy into a pipe (and a 1 MiB reply plus its header does not fit
 		// the default pipe at all, which go-fuse logs for every read).
-		DisableSplice:     true,
+		DisableSplice: true,
 		// DONT_MASK: creates arrive with the creator's umask beside the
 		// mode, for metad to apply unless a default ACL takes its place.
 		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_DONT_MASK,
@@ -141,8 +141,8 @@ func Mount(ctx context.Context, fs *client.FS, mountpoint string, opts Options) 
 		// POSIX ACLs: the kernel enforces the system.posix_acl_* xattrs
 		// metad keeps (and keeps in step with the mode).
 		EnableAcl: true,
-		Debug:       opts.Debug,
-		Logger:      log.New(goFuseLog(opts), "", 0),
+		Debug:     opts.Debug,
+		Logger:    log.New(goFuseLog(opts), "", 0),
 	}
 	srv, err := fuse.NewServer(raw, dir, mo)
 	if err != nil {
