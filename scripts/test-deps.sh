@@ -5,7 +5,8 @@
 # (to check docker-compose.yml; there is no Docker engine), rsync (the mount's
 # rsync round trip), python3-boto3 (boto3's presigned POST and URLs against
 # the gateway), git and sqlite3 (a repository cloned into and out of the
-# mount, a database made and queried on it). Only what is missing is
+# mount, a database made and queried on it), acl (setfacl and getfacl on the
+# mount), util-linux's flock (locks across two mounts). Only what is missing is
 # installed; without root or apt the tests that need a package skip and say
 # so.
 set -uo pipefail
@@ -20,6 +21,7 @@ command -v git >/dev/null 2>&1 || need+=(git)
 command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 /usr/bin/python3 -c 'import boto3' >/dev/null 2>&1 || need+=(python3-boto3)
 command -v setfacl >/dev/null 2>&1 || need+=(acl)
+command -v flock >/dev/null 2>&1 || need+=(util-linux)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
 	echo "test-deps: cannot install ${need[*]} (needs root and apt-get); their tests will skip" >&2
