@@ -113,6 +113,7 @@ func (f *fileSystem) dropHandle(h *handle) {
 		delete(oi.handles, h)
 		if len(oi.handles) == 0 {
 			delete(f.opened, h.ino)
+			delete(f.locked, h.ino) // no process holds a descriptor, so no fcntl lock, here
 		}
 	}
 }
