@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"math"
 	"mime"
 	"mime/multipart"
 	"net/http"
@@ -23,10 +24,9 @@ import (
 // PostObject is the browser form upload: a multipart/form-data POST to the
 // bucket whose fields carry the key, the object's headers and a policy its
 // signer signed (see postpolicy.go); the file is the last field that
-// counts. It is authorized by the policy's signature only: without one
-// the request is refused, as flyfs has no bucket anonymous callers may
-// write. SigV2 forms (signature, AWSAccessKeyId) are refused naming the
-// fix.
+// counts. A signed form is its signer's request, held to the policy; an
+// unsigned one is anonymous, which the bucket's policy or ACL must admit.
+// SigV2 forms (signature, AWSAccessKeyId) are refused naming the fix.
 
 // maxPostFields bounds what the form's fields before the file may hold.
 const maxPostFields = 64 << 10
@@ -94,7 +94,9 @@ func (g *Gateway) authorizePost(r *http.Request, fields map[string]string, bucke
 		if v2sig || v2key {
 			return nil, nil, errCode("InvalidRequest", "Signature Version 2 is not supported: sign the POST policy with SigV4 (AWS4-HMAC-SHA256; boto3: Config(signature_version=\"s3v4\")).")
 		}
-		return nil, nil, errCode("AccessDenied", "A POST upload must carry a SigV4-signed policy (the policy, x-amz-algorithm, x-amz-credential, x-amz-date and x-amz-signature fields); anonymous uploads are refused.")
+		// Unsigned: an anonymous upload, which only a bucket policy or a
+		// public-read-write ACL admits (decided with the key).
+		return nil, &postPolicy{maxLen: math.MaxInt64}, nil
 	}
 	if fields["x-amz-algorithm"] != sigAlgorithm {
 		return nil, nil, errCode("InvalidArgument", "The x-amz-algorithm field must be %s.", sigAlgorithm)

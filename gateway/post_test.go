@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/minio/minio-go/v7"
 	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/minio/minio-go/v7/pkg/encrypt"
@@ -213,7 +214,7 @@ func TestLivePostObject(t *testing.T) {
 			for _, k := range []string{"policy", "x-amz-signature", "x-amz-credential", "x-amz-algorithm", "x-amz-date"} {
 				delete(fd, k)
 			}
-		}, []byte("x"), 403, "AccessDenied", "SigV4-signed policy"},
+		}, []byte("x"), 403, "AccessDenied", "Anonymous access is refused"},
 		{"SSE in the policy", func(p *minio.PostPolicy) { p.SetUserData("server-side-encryption", "AES256") }, nil, []byte("x"), 501, "NotImplemented", "encryption"},
 		{"SSE-C beside it", func(p *minio.PostPolicy) {
 			p.SetEncryption(encrypt.DefaultPBKDF([]byte("pw"), []byte("forms/uploads/refused")))
@@ -267,6 +268,19 @@ func TestLivePostObject(t *testing.T) {
 	}
 	if e := readError(t, resp); resp.StatusCode != 412 || !strings.Contains(e.Message, "multipart/form-data") {
 		t.Errorf("not a form: %d %+v", resp.StatusCode, e)
+	}
+
+	// An unsigned form is anonymous: a public-read-write bucket takes it.
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("openforms"), ACL: types.BucketCannedACLPublicReadWrite}); err != nil {
+		t.Fatal(err)
+	}
+	resp = postFile(t, l.url+"/openforms", map[string]string{"key": "anon/${filename}", "Content-Type": "text/plain"}, "a.txt", []byte("anonymous"))
+	resp.Body.Close()
+	if resp.StatusCode != 204 {
+		t.Fatalf("an unsigned form to a public-read-write bucket: %d", resp.StatusCode)
+	}
+	if got := mustGet(t, c, "openforms", "anon/a.txt"); string(got) != "anonymous" {
+		t.Fatalf("the anonymous upload: %q", got)
 	}
 
 	// SigV2 forms (minio-go with V2 credentials) are refused naming the fix.

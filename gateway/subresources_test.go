@@ -355,10 +355,10 @@ func TestLiveSubresourceWalk(t *testing.T) {
 	if b := buckets(); !slices.Equal(b, wantBuckets) {
 		t.Fatalf("the service requests changed the buckets: %q", b)
 	}
-	// A browser form upload (unsigned: the form carries its signature)
-	// without a signed policy is refused as such.
-	resp, _ := http.Post(l.url+"/walkb", "multipart/form-data; boundary=x", strings.NewReader("--x--\r\n"))
-	if e := readError(t, resp); resp.StatusCode != 403 || !strings.Contains(e.Message, "SigV4-signed policy") {
+	// A browser form upload without a signed policy is anonymous, and
+	// refused as such on a private bucket.
+	resp := postFile(t, l.url+"/walkb", map[string]string{"key": "k"}, "f", []byte("x"))
+	if e := readError(t, resp); resp.StatusCode != 403 || !strings.Contains(e.Message, "Anonymous access is refused") {
 		t.Errorf("POST Object: %d %+v", resp.StatusCode, e)
 	}
 	// Two subresources at once name no one operation.
