@@ -203,9 +203,12 @@ func diskSummary(n mgmtdapi.NodeStatus) string {
 		return "-"
 	}
 	var used uint64
-	ro, full, almost := 0, 0, 0
+	ro, full, almost, enc := 0, 0, 0, 0
 	for _, d := range ds {
 		used += d.UsedBytes
+		if d.Encrypted {
+			enc++
+		}
 		if d.ReadOnly {
 			ro++
 		}
@@ -235,6 +238,13 @@ func diskSummary(n mgmtdapi.NodeStatus) string {
 	}
 	if ro > 0 {
 		s += fmt.Sprintf(", %d read-only (write error)", ro)
+	}
+	switch enc {
+	case len(ds):
+		s += ", encrypted at rest"
+	case 0:
+	default:
+		s += fmt.Sprintf(", %d of %d encrypted at rest", enc, len(ds))
 	}
 	return s
 }

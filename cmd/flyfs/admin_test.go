@@ -127,7 +127,7 @@ func TestAdminNodes(t *testing.T) {
 	defer cancel()
 	_, err := client.NewMgmtd(rc, []string{addr}).Heartbeat(ctx, &mgmtdapi.HeartbeatReq{Node: 1, Addr: "10.0.0.1:9100", Seq: 1,
 		Targets: []mgmtdapi.TargetReport{{Target: 101, Chain: 1, Local: routing.UpToDate}},
-		Disks: []mgmtdapi.DiskReport{{Path: "/d0", UsedBytes: 3 << 30, FreeBytes: 5 << 30, CapacityBytes: 100 << 30, FS: "x"},
+		Disks: []mgmtdapi.DiskReport{{Path: "/d0", UsedBytes: 3 << 30, FreeBytes: 5 << 30, CapacityBytes: 100 << 30, FS: "x", Encrypted: true},
 			{Path: "/d1", UsedBytes: 1 << 30, FreeBytes: 5 << 30, CapacityBytes: 100 << 30, FS: "x"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func TestAdminNodes(t *testing.T) {
 		t.Fatalf("nodes: %v\n%s", err, out)
 	}
 	if row := adminRow(out, "1"); !strings.Contains(row, "10.0.0.1:9100") || !strings.Contains(row, "alive") ||
-		!strings.Contains(row, "ago") || !strings.Contains(row, "101 up-to-date") || !strings.Contains(row, "4.0 GiB used, 5.0 GiB free of 100.0 GiB (95.0 % used) on 1 file system(s), 2 over 90 % used") {
+		!strings.Contains(row, "ago") || !strings.Contains(row, "101 up-to-date") || !strings.Contains(row, "4.0 GiB used, 5.0 GiB free of 100.0 GiB (95.0 % used) on 1 file system(s), 2 over 90 % used, 1 of 2 encrypted at rest") {
 		t.Errorf("node 1 row %q:\n%s", row, out)
 	}
 	if row := adminRow(out, "2"); !strings.Contains(row, "no heartbeat") || !strings.Contains(row, "never") {
