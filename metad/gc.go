@@ -21,6 +21,7 @@ import (
 func (s *Server) runGC(ctx context.Context, interval time.Duration, batch int) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var purged time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -30,8 +31,19 @@ func (s *Server) runGC(ctx context.Context, interval time.Duration, batch int) {
 		if _, err := s.collect(ctx, batch, s.ns.GCGrace()); err != nil && ctx.Err() == nil {
 			s.log.Warn("gc batch", "err", err)
 		}
+		// Now and then, the lock sessions of clients long gone.
+		if now := time.Now(); now.Sub(purged) >= lockPurgeEvery {
+			purged = now
+			if _, err := s.ns.PurgeLockSessions(ctx, now.Add(-lockPurgeEvery)); err != nil && ctx.Err() == nil {
+				s.log.Warn("purging expired lock sessions", "err", err)
+			}
+		}
 	}
 }
+
+// lockPurgeEvery is how often expired lock sessions are removed, and how
+// long past their expiry they are left.
+const lockPurgeEvery = time.Minute
 
 // collected is what one collection freed.
 type collected struct {

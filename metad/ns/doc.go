@@ -16,6 +16,8 @@
 //	DMTI dir(8, LE) shard(1)                 -> subdirectory count shard (dirattr.go)
 //	STAB                                     -> folded StatFS totals
 //	STAD time(8, BE) nonce(8)                -> StatFS delta (blind writes)
+//	LOCK ino(8, LE) class(1)                 -> []RangeLock, fcntl ('p') or flock ('f') (locks.go)
+//	LKSS client                              -> lockSession: a client's lock session and its expiry
 //
 // # Invariants
 //
@@ -32,6 +34,11 @@
 //     queues it). Symlinks and special files with nlink 0 are deleted at once.
 //   - Special files (fifos, sockets, devices) are inodes only: no layout, no
 //     length, no sessions; only devices have an Rdev.
+//   - A lock table belongs to an existing inode; it holds no two overlapping
+//     ranges of one holder, and a lock counts only while its client's lock
+//     session is live.
+//   - An inode's system.posix_acl_access, when present, agrees with its
+//     mode's permission bits (set together in one transaction).
 //   - Every namespace change is one transaction. Path walks and lookups use
 //     snapshot reads; each mutation then reads with conflict tracking exactly
 //     the keys whose change must abort it: the parent inode (it must still be a

@@ -51,6 +51,8 @@ type fsckState struct {
 	gc       map[uint64]gcKind
 	sessions map[uint64]int
 	xattrs   map[uint64]bool
+	locks    map[uint64]bool   // inodes with lock tables
+	aclBits  map[uint64]uint32 // the mode bits each access ACL stands for
 	dirTimes map[uint64]bool
 	subdirs  map[uint64]*[subdirShards]int64 // the count shards of each directory
 	alloc    [allocShards]uint64
@@ -72,8 +74,9 @@ type fsckState struct {
 //     not checked);
 //   - every inode is reachable from the root or from a queued directory, and
 //     parent pointers lead to the root or a removed directory without cycles;
-//   - GC entries, sessions, xattrs and directory times belong to inodes that
-//     exist (and GC entries to removed ones, sessions to files);
+//   - GC entries, sessions, xattrs, lock tables and directory times belong
+//     to inodes that exist (and GC entries to removed ones, sessions to
+//     files);
 //   - every inode id was handed out by the allocator, and the StatFS counters
 //     equal the inode count and the sum of file lengths.
 //
@@ -96,7 +99,7 @@ func Check(ctx context.Context, db *kv.DB) (Report, error) {
 
 func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
 	st := &fsckState{inodes: map[uint64]*Inode{}, gc: map[uint64]gcKind{}, sessions: map[uint64]int{},
-		xattrs: map[uint64]bool{}, dirTimes: map[uint64]bool{}, subdirs: map[uint64]*[subdirShards]int64{}}
+		xattrs: map[uint64]bool{}, locks: map[uint64]bool{}, aclBits: map[uint64]uint32{}, dirTimes: map[uint64]bool{}, subdirs: map[uint64]*[subdirShards]int64{}}
 	bad := &st.bad
 	id := func(k []byte, off int) uint64 { return binary.LittleEndian.Uint64(k[off : off+8]) }
 	// Only our tags: the store may hold other services' keys.
@@ -145,6 +148,14 @@ func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
 			st.sessions[id(k, 4)]++
 		case bytes.Equal(tag, tagXattr) && len(rest) > 8:
 			st.xattrs[id(k, 4)] = true
+			if string(rest[8:]) == xattrACLAccess {
+				es, err := parseACL(v)
+				if err != nil {
+					*bad = append(*bad, fmt.Sprintf("access ACL of %d: %v", id(k, 4), err))
+					return nil
+				}
+				st.aclBits[id(k, 4)] = aclModeBits(es)
+			}
 		case bytes.Equal(tag, tagDirTime) && len(rest) == 8:
 			st.dirTimes[id(k, 4)] = true
 		case bytes.Equal(tag, tagDirTime) && len(rest) == 9 && rest[8] < subdirShards:
@@ -174,6 +185,14 @@ func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
 			var held []RangeLock
 			if err := decode(v, &held); err != nil {
 				*bad = append(*bad, fmt.Sprintf("lock table %x: %v", rest, err))
+			}
+			st.locks[id(k, 4)] = true
+			for i, a := range held {
+				for _, b := range held[i+1:] {
+					if a.Holder == b.Holder && a.overlaps(b) {
+						*bad = append(*bad, fmt.Sprintf("lock table %x: one holder's ranges overlap (%+v, %+v)", rest, a, b))
+					}
+				}
 			}
 		case bytes.Equal(tag, tagLockSession) && len(rest) > 0 && len(rest) <= maxLockClient:
 			var s lockSession
@@ -346,6 +365,16 @@ func (st *fsckState) check(r *Report) {
 	for ino := range st.xattrs {
 		if _, ok := st.inodes[ino]; !ok {
 			r.problem("xattrs of missing inode %d", ino)
+		}
+	}
+	for ino := range st.locks {
+		if _, ok := st.inodes[ino]; !ok {
+			r.problem("lock table of missing inode %d", ino)
+		}
+	}
+	for ino, bits := range st.aclBits {
+		if in, ok := st.inodes[ino]; ok && in.Mode&0o777 != bits {
+			r.problem("inode %d: mode %o does not match its access ACL (%o)", ino, in.Mode&0o777, bits)
 		}
 	}
 	for ino := range st.dirTimes {

@@ -66,6 +66,16 @@ func TestFsckDetects(t *testing.T) {
 		{"session of a missing inode", func(e *tenv, tx kv.Txn, ids map[string]uint64) {
 			tx.Set(sessionKey(1<<41, SessionID{1}), encode(&Session{Ino: 1 << 41}))
 		}, "sessions of missing inode"},
+		{"lock table of a missing inode", func(e *tenv, tx kv.Txn, ids map[string]uint64) {
+			tx.Set(lockKey(1<<41, LockFlock), encode([]RangeLock{{Holder: LockOwner{"c", 1}, Kind: LockWrite, End: LockEOF}}))
+		}, "lock table of missing inode"},
+		{"one holder's ranges overlap", func(e *tenv, tx kv.Txn, ids map[string]uint64) {
+			h := LockOwner{"c", 1}
+			tx.Set(lockKey(ids["/d/f"], LockPOSIX), encode([]RangeLock{{Holder: h, Kind: LockRead, End: 9}, {Holder: h, Kind: LockWrite, Start: 5, End: 20}}))
+		}, "ranges overlap"},
+		{"mode and access ACL disagree", func(e *tenv, tx kv.Txn, ids map[string]uint64) {
+			tx.Set(xattrKey(ids["/d/f"], xattrACLAccess), acl(uObj(7), gObj(7), other(7)))
+		}, "does not match its access ACL"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

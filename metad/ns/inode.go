@@ -195,6 +195,8 @@ func (o *op) deleteInode(in *Inode) {
 	o.tx.Clear(inodeKey(in.ID))
 	p := xattrPrefix(in.ID)
 	o.tx.ClearRange(p, prefixEnd(p))
+	o.tx.Clear(lockKey(in.ID, LockPOSIX))
+	o.tx.Clear(lockKey(in.ID, LockFlock))
 	if in.Type == TypeDir {
 		o.clearDirAttrs(in.ID)
 		delete(o.dirs, in.ID)

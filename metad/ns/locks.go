@@ -204,3 +204,41 @@ func (n *Namespace) SetLock(ctx context.Context, ino uint64, class LockClass, re
 		return nil
 	})
 }
+
+// PurgeLockSessions removes the lock sessions that expired before before
+// (their locks are no longer held: a lock whose session is gone is as dead
+// as one whose session expired) and returns how many it removed.
+func (n *Namespace) PurgeLockSessions(ctx context.Context, before time.Time) (int, error) {
+	var dead [][]byte
+	err := n.view(ctx, func(tx kv.ReadTxn) error {
+		dead = nil
+		return scan(ctx, tx, tagLockSession, prefixEnd(tagLockSession), func(k, v []byte) error {
+			var s lockSession
+			if decode(v, &s) == nil && s.Expires < before.UnixNano() {
+				dead = append(dead, append([]byte(nil), k...))
+			}
+			return nil
+		})
+	})
+	if err != nil || len(dead) == 0 {
+		return 0, err
+	}
+	removed := 0
+	err = n.update(ctx, func(o *op) error {
+		removed = 0
+		for _, k := range dead {
+			// Read again in the transaction: a renewal since the scan keeps it.
+			v, found, err := o.tx.Get(o.ctx, k)
+			if err != nil {
+				return err
+			}
+			var s lockSession
+			if found && decode(v, &s) == nil && s.Expires < before.UnixNano() {
+				o.tx.Clear(k)
+				removed++
+			}
+		}
+		return nil
+	})
+	return removed, err
+}

@@ -144,5 +144,23 @@ func TestLocksAcrossClients(t *testing.T) {
 	if err := n.SetLock(ctx, 999999, LockPOSIX, w(b, 0, 1), false); !errors.Is(err, ErrNotExist) {
 		t.Errorf("a lock on no file: %v", err)
 	}
+	// Expired sessions are purged; live ones stay.
+	advance(time.Minute)
+	if err := n.RenewLockSession(ctx, "client-c", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := n.PurgeLockSessions(ctx, clock()); err != nil || removed != 2 {
+		t.Fatalf("purge: %v, %d removed, want client-a and client-b", err, removed)
+	}
+	if err := n.SetLock(ctx, ino, LockPOSIX, w(LockOwner{"client-c", 1}, 0, LockEOF), false); err != nil {
+		t.Fatalf("the live session after the purge: %v", err)
+	}
+	// A removed file's lock tables go with it.
+	if err := e.ns.Unlink(ctx, RemoveRequest{Parent: RootID, Name: "f"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ns.GCBatchGrace(ctx, 100, 0); err != nil {
+		t.Fatal(err)
+	}
 	mustFsck(t, e.db)
 }
