@@ -62,8 +62,14 @@ func (fs *FS) file(p string, in metaapi.Inode, session []byte) (*File, error) {
 	return f, nil
 }
 
-// Inode is the file's inode as of open.
-func (f *File) Inode() metaapi.Inode { return f.inode }
+// Inode is the file's inode as this handle last learned it (open, a
+// length report, a truncate, the close).
+func (f *File) Inode() metaapi.Inode {
+	// Under the lock: a background length report (writeAt) updates it.
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.inode
+}
 
 // Size is the file's length as this handle knows it.
 func (f *File) Size() uint64 {
