@@ -270,15 +270,22 @@ func (g *Gateway) existingTag(ctx context.Context, bucket, key, name string) ([]
 	return nil, false
 }
 
-func (g *Gateway) getBucketPolicy(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	in, err := g.bucketInode(r.Context(), rc.bucket)
+// storedPolicy is the bucket's policy document as it was put
+// (NoSuchBucketPolicy without one).
+func (g *Gateway) storedPolicy(ctx context.Context, bucket string) ([]byte, error) {
+	in, err := g.bucketInode(ctx, bucket)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	v, err := g.meta.GetXattr(r.Context(), in.ID, xattrPolicy)
+	v, err := g.meta.GetXattr(ctx, in.ID, xattrPolicy)
 	if errnoOf(err) == syscall.ENODATA {
-		return errCode("NoSuchBucketPolicy", "The bucket policy does not exist")
+		return nil, errCode("NoSuchBucketPolicy", "The bucket policy does not exist")
 	}
+	return v, err
+}
+
+func (g *Gateway) getBucketPolicy(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	v, err := g.storedPolicy(r.Context(), rc.bucket)
 	if err != nil {
 		return err
 	}
@@ -349,14 +356,7 @@ type policyStatus struct {
 }
 
 func (g *Gateway) getBucketPolicyStatus(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	in, err := g.bucketInode(r.Context(), rc.bucket)
-	if err != nil {
-		return err
-	}
-	v, err := g.meta.GetXattr(r.Context(), in.ID, xattrPolicy)
-	if errnoOf(err) == syscall.ENODATA {
-		return errCode("NoSuchBucketPolicy", "The bucket policy does not exist")
-	}
+	v, err := g.storedPolicy(r.Context(), rc.bucket)
 	if err != nil {
 		return err
 	}

@@ -178,39 +178,21 @@ func (g *Gateway) abortUploads(ctx context.Context, withRules map[string][]lifec
 	if !due {
 		return nil
 	}
-	after := ""
-	for {
-		ents, more, err := g.meta.ReadDir(ctx, g.uploadsIno, after, 1000, false)
-		if err != nil {
-			return err
-		}
-		for _, e := range ents {
-			after = e.Name
-			v, err := g.meta.GetXattr(ctx, e.Ino, xattrUpload)
-			if err != nil {
+	return g.eachUpload(ctx, func(id string, rec uploadRecord) error {
+		for i := range withRules[rec.Bucket] {
+			rule := &withRules[rec.Bucket][i]
+			at, ok := rule.abortsAt(rec.Initiated)
+			if !ok || now.Before(at) || !rule.matches(lifecycleObject{key: rec.Key}) {
 				continue
 			}
-			var rec uploadRecord
-			if json.Unmarshal(v, &rec) != nil {
-				continue
+			if err := g.meta.RemoveAll(ctx, g.uploadsIno, id); err != nil && errnoOf(err) != syscall.ENOENT {
+				run.Failures++
+			} else {
+				run.Aborted++
+				g.metrics.lifecycle.WithLabelValues("aborted").Inc()
 			}
-			for i := range withRules[rec.Bucket] {
-				rule := &withRules[rec.Bucket][i]
-				at, ok := rule.abortsAt(rec.Initiated)
-				if !ok || now.Before(at) || !rule.matches(lifecycleObject{key: rec.Key}) {
-					continue
-				}
-				if err := g.meta.RemoveAll(ctx, g.uploadsIno, e.Name); err != nil && errnoOf(err) != syscall.ENOENT {
-					run.Failures++
-				} else {
-					run.Aborted++
-					g.metrics.lifecycle.WithLabelValues("aborted").Inc()
-				}
-				break
-			}
+			break
 		}
-		if !more || len(ents) == 0 {
-			return nil
-		}
-	}
+		return nil
+	})
 }

@@ -648,28 +648,15 @@ func (g *Gateway) listMultipartUploads(w http.ResponseWriter, r *http.Request, r
 		maxUploads = min(n, 1000)
 	}
 	var all []uploadInfo
-	after := ""
-	for {
-		ents, more, err := g.meta.ReadDir(ctx, g.uploadsIno, after, 1000, false)
-		if err != nil {
-			return err
-		}
-		for _, e := range ents {
-			after = e.Name
-			v, err := g.meta.GetXattr(ctx, e.Ino, xattrUpload)
-			if err != nil {
-				continue
-			}
-			var rec uploadRecord
-			if json.Unmarshal(v, &rec) != nil || rec.Bucket != rc.bucket || !strings.HasPrefix(rec.Key, prefix) {
-				continue
-			}
-			all = append(all, uploadInfo{Key: rec.Key, UploadID: e.Name, Initiator: owner{ID: rec.Owner, DisplayName: rec.Owner},
+	err = g.eachUpload(ctx, func(id string, rec uploadRecord) error {
+		if rec.Bucket == rc.bucket && strings.HasPrefix(rec.Key, prefix) {
+			all = append(all, uploadInfo{Key: rec.Key, UploadID: id, Initiator: owner{ID: rec.Owner, DisplayName: rec.Owner},
 				Owner: owner{ID: rec.Owner, DisplayName: rec.Owner}, StorageClass: "STANDARD", Initiated: s3Time(rec.Initiated)})
 		}
-		if !more || len(ents) == 0 {
-			break
-		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	sort.Slice(all, func(i, j int) bool {
 		if all[i].Key != all[j].Key {
@@ -709,4 +696,34 @@ func (g *Gateway) listMultipartUploads(w http.ResponseWriter, r *http.Request, r
 		res.Uploads = append(res.Uploads, up)
 	}
 	return writeXML(w, res)
+}
+
+// eachUpload calls fn with every multipart upload in progress (its id and
+// record), of every bucket; uploads whose record is unreadable are passed
+// over.
+func (g *Gateway) eachUpload(ctx context.Context, fn func(id string, rec uploadRecord) error) error {
+	after := ""
+	for {
+		ents, more, err := g.meta.ReadDir(ctx, g.uploadsIno, after, 1000, false)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			after = e.Name
+			v, err := g.meta.GetXattr(ctx, e.Ino, xattrUpload)
+			if err != nil {
+				continue
+			}
+			var rec uploadRecord
+			if json.Unmarshal(v, &rec) != nil {
+				continue
+			}
+			if err := fn(e.Name, rec); err != nil {
+				return err
+			}
+		}
+		if !more || len(ents) == 0 {
+			return nil
+		}
+	}
 }
