@@ -12,6 +12,7 @@ import (
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/storaged"
+	"github.com/flyfs/flyfs/storaged/engine"
 )
 
 // Node names one storage node: its id, party name, address and disk
@@ -25,10 +26,11 @@ type Node struct {
 
 type storageRole struct {
 	Node
-	mu  sync.Mutex
-	srv *storaged.Server
-	src *client.MgmtdSource
-	rc  *rpc.Client
+	faults engine.Faults // survives restarts, as a bad disk would
+	mu     sync.Mutex
+	srv    *storaged.Server
+	src    *client.MgmtdSource
+	rc     *rpc.Client
 }
 
 // Nodes is the number of storage nodes.
@@ -57,7 +59,7 @@ func (c *Cluster) StartNode(i int) error {
 	id, _ := c.ID()
 	srv, err := storaged.New(storaged.Config{Node: n.ID, Addr: n.Addr, Disks: []string{n.Dir}, Routing: src, ClusterID: id,
 		Mgmtd: src.Mgmtd(), HeartbeatTimeout: c.cfg.HeartbeatTimeout, RPC: c.roleRPC(n.Name, "storaged"), NoSync: c.cfg.NoSync,
-		EncryptionKey:  c.cfg.EncryptionKey,
+		EncryptionKey: c.cfg.EncryptionKey, DiskFaults: &n.faults,
 		ForwardTimeout: c.cfg.ForwardTimeout, ResyncBytesPerSec: c.cfg.ResyncBytesPerSec, Logger: c.cfg.Logger,
 		Registerer: c.Registerer("storaged")})
 	if err != nil {
@@ -95,6 +97,10 @@ func (c *Cluster) StopNode(i int) {
 		rc.Close()
 	}
 }
+
+// DiskFaults fails storage node i's data-file I/O on demand: what a bad
+// disk does. The faults stay across a stop and start until healed.
+func (c *Cluster) DiskFaults(i int) *engine.Faults { return &c.nodes[i].faults }
 
 // Storage returns storage node i's server, or nil while it is stopped.
 func (c *Cluster) Storage(i int) *storaged.Server {

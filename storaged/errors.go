@@ -17,6 +17,7 @@ var engineErrors = []struct {
 	{engine.ErrChecksum, rpc.DataLoss},
 	{engine.ErrNoSpace, storageapi.CodeNoSpace},
 	{engine.ErrReadOnly, storageapi.CodeReadOnly},
+	{engine.ErrIO, storageapi.CodeDiskError},
 	{engine.ErrOutOfRange, rpc.OutOfRange},
 	{engine.ErrChunkSizeMismatch, storageapi.CodeChunkSizeMismatch},
 	{engine.ErrInvalid, rpc.InvalidArgument},

@@ -15,6 +15,8 @@ var successorUnreachable = map[rpc.Code]bool{
 	storageapi.CodeNoTarget:         true,
 	storageapi.CodeTargetNotServing: true,
 	storageapi.CodeChannelBusy:      true,
+	storageapi.CodeDiskError:        true, // its disk failed: it reports itself offline, and routing drops it
+	storageapi.CodeReadOnly:         true,
 	rpc.Unavailable:                 true,
 	rpc.DeadlineExceeded:            true,
 	rpc.Canceled:                    true,

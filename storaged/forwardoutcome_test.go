@@ -35,6 +35,8 @@ func TestForwardOutcome(t *testing.T) {
 		{"the successor does not take writes now", write, nil, fail(storageapi.CodeTargetNotServing), craq.ForwardUnreachable},
 		{"the channel is busy", write, nil, fail(storageapi.CodeChannelBusy), craq.ForwardUnreachable},
 		{"the successor cannot be reached", write, nil, fail(rpc.Unavailable), craq.ForwardUnreachable},
+		{"the successor's disk failed an I/O", write, nil, fail(storageapi.CodeDiskError), craq.ForwardUnreachable},
+		{"the successor's disk turned read-only", write, nil, fail(storageapi.CodeReadOnly), craq.ForwardUnreachable},
 		{"a timeout on the wire", write, nil, fail(rpc.DeadlineExceeded), craq.ForwardUnreachable},
 		{"a local timeout", write, nil, fmt.Errorf("write: %w", context.DeadlineExceeded), craq.ForwardUnreachable},
 		{"cancelled: routing no longer names the successor", write, nil, fmt.Errorf("write: %w", context.Canceled), craq.ForwardUnreachable},

@@ -41,6 +41,9 @@ type Config struct {
 	// (engine.Options.EncryptionKey): decided when a disk is created, and
 	// reported to mgmtd with each disk (DiskReport.Encrypted).
 	EncryptionKey []byte
+	// DiskFaults, when set, fails the disks' data-file I/O on demand
+	// (engine.Faults): fault drills and tests.
+	DiskFaults *engine.Faults
 	// ForwardTimeout bounds how long an update keeps retrying towards its
 	// successor (through routing changes) before failing. Default 30 s.
 	ForwardTimeout time.Duration
@@ -140,7 +143,7 @@ func New(cfg Config) (*Server, error) {
 				return nil, fmt.Errorf("storaged: %w", err)
 			}
 		}
-		e, err := engine.Open(dir, engine.Options{Sync: !cfg.NoSync, Logger: s.log, EncryptionKey: cfg.EncryptionKey})
+		e, err := engine.Open(dir, engine.Options{Sync: !cfg.NoSync, Logger: s.log, EncryptionKey: cfg.EncryptionKey, Faults: cfg.DiskFaults})
 		if err != nil {
 			s.closeEngines()
 			return nil, fmt.Errorf("storaged: open disk %s: %w", dir, err)

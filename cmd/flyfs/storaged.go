@@ -16,6 +16,7 @@ import (
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/storaged"
+	"github.com/flyfs/flyfs/storaged/engine"
 	"github.com/spf13/cobra"
 )
 
@@ -34,6 +35,7 @@ func storagedCmd() *cobra.Command {
 		hbTimeout   time.Duration
 		resyncRate  int64
 		keyFile     string
+		faultsFile  string
 		obsOpts     observeOptions
 	)
 	cmd := &cobra.Command{
@@ -93,6 +95,12 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 			cfg := storaged.Config{Node: routing.NodeID(node), Addr: advertise, Disks: disks, Targets: tcs,
 				RPC: withLimits(rpc.Options{Token: token, Logger: log, Registerer: reg}, limits), NoSync: noSync, Logger: log,
 				HeartbeatTimeout: hbTimeout, ResyncBytesPerSec: resyncRate, Registerer: reg, EncryptionKey: encKey}
+			if faultsFile != "" {
+				cfg.DiskFaults = &engine.Faults{}
+				fctx, stop := context.WithCancel(cmd.Context())
+				defer stop()
+				go followDiskFaults(fctx, faultsFile, cfg.DiskFaults, log)
+			}
 			if len(mgmtdAddrs) > 0 {
 				rc := rpc.NewClient(rpc.Options{Token: token, Logger: log, Registerer: reg})
 				defer rc.Close()
@@ -158,6 +166,7 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 	f.DurationVar(&hbTimeout, "heartbeat-timeout", 6*time.Second, "T: mgmtd's failure timeout; the node stops serving after T/2 without mgmtd")
 	f.Int64Var(&resyncRate, "resync-rate", 256<<20, "recovery throttle in bytes per second")
 	f.StringVar(&keyFile, "encryption-key-file", "", encryptionKeyHelp)
+	f.StringVar(&faultsFile, "disk-faults-file", "", diskFaultsHelp)
 	addObserveFlags(f, &obsOpts)
 	return cmd
 }

@@ -422,11 +422,14 @@ func attemptErr(ctx, actx context.Context, err error, addr string) error {
 
 // retryable codes: routing moved, a node is down, or the chunk is mid-update.
 // DataLoss (a replica's checksum failed) is retried too: another replica, or
-// the same one after repair, has the data.
+// the same one after repair, has the data. So are a failed disk's answers
+// (DiskError, ReadOnly): its targets leave their chains within a heartbeat,
+// and the retry goes to the replicas that remain.
 func retryable(err error) bool {
 	switch rpc.CodeOf(err) {
 	case storageapi.CodeChainVersion, storageapi.CodeNotHead, storageapi.CodeNoTarget, storageapi.CodeTargetNotServing,
-		storageapi.CodeNotCommitted, storageapi.CodeChannelBusy, rpc.Unavailable, rpc.DataLoss:
+		storageapi.CodeNotCommitted, storageapi.CodeChannelBusy, rpc.Unavailable, rpc.DataLoss,
+		storageapi.CodeDiskError, storageapi.CodeReadOnly:
 		return true
 	}
 	return false

@@ -131,6 +131,9 @@ func (e *Engine) checkKey(key []byte) error {
 
 // readContent reads block content [off, off+len(p)) into p, decrypted.
 func (e *Engine) readContent(f *os.File, loc blockLoc, p []byte, off int64) error {
+	if err := e.opts.Faults.check(OpRead, f.Name()); err != nil {
+		return err
+	}
 	if err := preadFull(f, p, loc.offset()+off); err != nil {
 		return err
 	}
@@ -142,6 +145,9 @@ func (e *Engine) readContent(f *os.File, loc blockLoc, p []byte, off int64) erro
 
 // writeContent writes p as block content at off; p is not modified.
 func (e *Engine) writeContent(f *os.File, loc blockLoc, p []byte, off int64) error {
+	if err := e.opts.Faults.check(OpWrite, f.Name()); err != nil {
+		return err
+	}
 	if e.ciph == nil {
 		return pwriteFull(f, p, loc.offset()+off)
 	}
@@ -163,6 +169,9 @@ func (e *Engine) writeContent(f *os.File, loc blockLoc, p []byte, off int64) err
 // writeContentInPlace is writeContent for a scratch buffer the caller no
 // longer needs: it is encrypted where it lies.
 func (e *Engine) writeContentInPlace(f *os.File, loc blockLoc, p []byte, off int64) error {
+	if err := e.opts.Faults.check(OpWrite, f.Name()); err != nil {
+		return err
+	}
 	if e.ciph != nil {
 		e.ciph.xorAt(p, loc.iv, off)
 	}
@@ -171,6 +180,9 @@ func (e *Engine) writeContentInPlace(f *os.File, loc blockLoc, p []byte, off int
 
 // writeZeros writes n zero bytes of content at off.
 func (e *Engine) writeZeros(f *os.File, loc blockLoc, off, n int64) error {
+	if err := e.opts.Faults.check(OpWrite, f.Name()); err != nil {
+		return err
+	}
 	if e.ciph == nil {
 		return pwriteZeros(f, loc.offset()+off, n)
 	}
@@ -193,7 +205,16 @@ func (e *Engine) writeZeros(f *os.File, loc blockLoc, off, n int64) error {
 // at the same offset: in the kernel on a plain disk, re-encrypted under
 // dst's IV on an encrypted one.
 func (e *Engine) copyContent(dstF *os.File, dst blockLoc, srcF *os.File, src blockLoc, off, n int64, buf []byte) error {
+	if n <= 0 {
+		return nil
+	}
 	if e.ciph == nil {
+		if err := e.opts.Faults.check(OpRead, srcF.Name()); err != nil {
+			return err
+		}
+		if err := e.opts.Faults.check(OpWrite, dstF.Name()); err != nil {
+			return err
+		}
 		return copyRange(dstF, dst.offset()+off, srcF, src.offset()+off, n, buf)
 	}
 	for n > 0 {

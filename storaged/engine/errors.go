@@ -13,7 +13,11 @@ var (
 	ErrChecksum = errors.New("engine: checksum mismatch")
 	// ErrNoSpace: the disk is full. Writes fail fast until space returns.
 	ErrNoSpace = errors.New("engine: no space left on device")
-	// ErrReadOnly: the engine refuses writes after a write I/O error.
+	// ErrIO: the disk failed a read, write or sync of a data file (EIO and
+	// the like). The engine turns read-only at once: a disk that fails once
+	// is not trusted with writes again until an operator restarts it.
+	ErrIO = errors.New("engine: disk I/O error")
+	// ErrReadOnly: the engine refuses writes after a disk I/O error.
 	ErrReadOnly = errors.New("engine: read-only")
 	// ErrOutOfRange: an offset or length lies beyond the chunk size.
 	ErrOutOfRange = errors.New("engine: out of range")
@@ -27,6 +31,7 @@ var (
 
 func isChecksum(err error) bool { return errors.Is(err, ErrChecksum) }
 
-// errWriteIO marks a failed write to a data file (other than ENOSPC): the
-// disk is suspect, so the engine turns read-only.
+// errWriteIO marks a failed write to a data file (other than ENOSPC), in
+// Apply's own steps as well as in the data-file I/O: the disk is suspect, so
+// the engine turns read-only.
 var errWriteIO = errors.New("data write failed")

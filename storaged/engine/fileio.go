@@ -29,7 +29,7 @@ func ioErr(op string, err error) error {
 	case errors.Is(err, os.ErrClosed):
 		return fmt.Errorf("%s: %w", op, ErrClosed)
 	}
-	return fmt.Errorf("%s: %w", op, err)
+	return fmt.Errorf("%s: %w: %w", op, ErrIO, err)
 }
 
 // preadFull reads exactly len(p) bytes at off. A file too short to hold them
@@ -63,6 +63,14 @@ func pwriteZeros(f *os.File, off, n int64) error {
 		n -= m
 	}
 	return nil
+}
+
+// sync is fdatasync through the engine's injected faults.
+func (e *Engine) sync(f *os.File) error {
+	if err := e.opts.Faults.check(OpSync, f.Name()); err != nil {
+		return err
+	}
+	return fdatasync(f)
 }
 
 // fdatasync flushes f's data (and the metadata needed to read it back).

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -133,11 +134,16 @@ func (e *Engine) checksumMismatch(k Key, v *version, seg int64, got uint32) erro
 	return fmt.Errorf("engine: read %v segment %d (block %v): %w", k, seg, v.blk.loc, ErrChecksum)
 }
 
-// readFailed reports an I/O error; a short data file counts as corruption.
+// readFailed reports an I/O error; a short data file counts as corruption,
+// a failed read of the disk makes the engine read-only (its targets then
+// stop serving, and the chains go on with their other replicas).
 func (e *Engine) readFailed(k Key, v *version, seg int64, err error) error {
-	if isChecksum(err) {
+	switch {
+	case isChecksum(err):
 		e.checksumErrors.Add(1)
 		e.log.Error("engine: chunk data missing", "chunk", k.String(), "block", v.blk.loc.String(), "segment", seg, "err", err)
+	case errors.Is(err, ErrIO):
+		e.setReadOnly("read error: " + err.Error())
 	}
 	return fmt.Errorf("engine: read %v segment %d: %w", k, seg, err)
 }

@@ -33,6 +33,9 @@ type Options struct {
 	// ciphertext (cipher.go). Decided when the disk is created: an existing
 	// disk opens only with the key it was created with, or none if none.
 	EncryptionKey []byte
+	// Faults, when set, fails data-file I/O on demand (faults.go): fault
+	// drills and tests of what a bad disk costs.
+	Faults *Faults
 }
 
 // DefaultOptions are the production settings: durable updates.

@@ -8,7 +8,7 @@ type Stats struct {
 	Classes        [NumClasses]ClassStats
 	ChecksumErrors int64 // reads (or update reads) that found corrupt or missing data
 	CorruptRecords int64 // metadata records found corrupt at Open
-	ReadOnly       bool  // a write failed with an I/O error: writes are refused until a restart
+	ReadOnly       bool  // a read or write of the disk failed (ErrIO): writes are refused until a restart
 	ReadOnlyReason string
 	Full           bool // the disk ran out of space: writes fail fast until space returns
 	FullReason     string

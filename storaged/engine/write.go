@@ -53,7 +53,7 @@ func (e *Engine) writeCOW(k Key, cur *version, c *change, cls uint8, crcs []uint
 		}
 	}
 	if e.opts.Sync {
-		if err := fdatasync(dst); err != nil {
+		if err := e.sync(dst); err != nil {
 			return fail(writeErr(err))
 		}
 	}
@@ -154,7 +154,7 @@ func (e *Engine) appendInPlace(cur *version, c *change, crcs []uint32) error {
 		crcs[s] = v
 	}
 	if e.opts.Sync {
-		if err := fdatasync(f); err != nil {
+		if err := e.sync(f); err != nil {
 			return writeErr(err)
 		}
 	}

@@ -11,12 +11,13 @@ const (
 	CodeNoTarget                                               // this node has no target of that chain
 	CodeTargetNotServing                                       // the target may not serve reads now
 	CodeNoSpace                                                // the disk is full: writes fail until space returns
-	CodeReadOnly                                               // the disk had a write error: writes fail until a restart
+	CodeReadOnly                                               // the disk had an I/O error: writes fail until a restart
 	CodeChunkSizeMismatch                                      // the update's chunk size differs from the chunk's
 	CodeMissingUpdate                                          // a forwarded update skips a version: resend as a full replace
 	CodeDuplicate                                              // an older sequence number than the channel's last
 	CodeChannelBusy                                            // the channel's previous update is still running
 	CodeBadChecksum                                            // the payload does not match the request's checksum
+	CodeDiskError                                              // the target's disk failed an I/O: another replica serves, the target is taken out
 )
 
 func init() {
@@ -25,6 +26,7 @@ func init() {
 		CodeNoTarget: "NoTarget", CodeTargetNotServing: "TargetNotServing", CodeNoSpace: "NoSpace",
 		CodeReadOnly: "ReadOnly", CodeChunkSizeMismatch: "ChunkSizeMismatch", CodeMissingUpdate: "MissingUpdate",
 		CodeDuplicate: "DuplicateUpdate", CodeChannelBusy: "ChannelBusy", CodeBadChecksum: "BadChecksum",
+		CodeDiskError: "DiskError",
 	} {
 		rpc.RegisterCode(c, n)
 	}
