@@ -462,3 +462,32 @@ func TestRelayRefusesForwards(t *testing.T) {
 		t.Fatalf("a relay at the head: %+v, %v", resp, err)
 	}
 }
+
+// TestSilentHeadIsProbed: a head whose link to the client goes silent (it
+// takes the request but nothing comes back, as across a blackhole) is
+// probed one second into the write; the probe goes unanswered too, so the
+// attempt ends there, well before AttemptTimeout, and the write is relayed.
+func TestSilentHeadIsProbed(t *testing.T) {
+	c := harness.StartCluster(t, harness.ClusterConfig{Nodes: 3, Chains: 1, T: time.Second, NoSync: true})
+	cl := c.Client(30 * time.Second)
+	chunk := layout.MakeChunkID(1, 0)
+	if _, err := cl.Write(ctx, 1, chunk, 0, []byte("v1"), chunkSize); err != nil {
+		t.Fatal(err)
+	}
+	// A shorter attempt timeout keeps the test short: the delayed request
+	// still outlives it, and the probe must end the attempt before it.
+	defer func(d time.Duration) { client.AttemptTimeout = d }(client.AttemptTimeout)
+	client.AttemptTimeout = 5 * time.Second
+	head, _ := c.Routing().Chains[1].Head()
+	headName := c.Nodes[int(head.Node)-1].Name
+	c.Net.Delay("client", headName, 6*time.Second)
+	defer c.Net.Delay("client", headName, 0)
+	meta, err := cl.Write(ctx, 1, chunk, 0, []byte("v2"), chunkSize)
+	if err != nil || meta.CommitVer != 2 {
+		t.Fatalf("write with the head silent: %+v, %v", meta, err)
+	}
+	st := cl.Stats()
+	if st.Unanswered != 1 || st.Relayed != 1 {
+		t.Fatalf("%d attempts ended by an unanswered probe, %d relayed; want 1 and 1 (without the probe the attempt waits out AttemptTimeout)", st.Unanswered, st.Relayed)
+	}
+}

@@ -46,6 +46,7 @@ type ChunkIO struct {
 
 	retries      atomic.Uint64 // attempts repeated after a retryable error
 	relayed      atomic.Uint64 // updates that entered their chain through a relay
+	unanswered   atomic.Uint64 // write attempts a probe ended (relay.go)
 	notCommitted atomic.Uint64 // reads that found the chunk mid-update
 	batchRPCs    atomic.Uint64 // batch-read RPCs carrying more than one IO
 	batchedIOs   atomic.Uint64 // IOs those carried
@@ -130,11 +131,17 @@ func (c *ChunkIO) Update(ctx context.Context, u Update) (storageapi.ChunkMeta, e
 		req.Relay = relay
 		actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
 		stop := c.abortIfHeadMoves(u.Chain, head.ID, cancel)
+		stopProbe := c.probeIfSilent(addr, cancel)
 		resp, err := c.storage.Write(actx, addr, req, u.Data)
 		moved := stop()
+		unanswered := stopProbe()
 		cancel()
-		if err != nil && moved && ctx.Err() == nil {
+		switch {
+		case err != nil && moved && ctx.Err() == nil:
 			err = rpc.Errorf(rpc.Unavailable, "chain %d's head moved off %s during the write", u.Chain, addr)
+		case err != nil && unanswered && ctx.Err() == nil:
+			c.unanswered.Add(1)
+			err = rpc.Errorf(rpc.Unavailable, "storage %s answered neither the write nor a probe within %v", addr, probeAfter+probeTimeout)
 		}
 		err = attemptErr(ctx, actx, err, addr)
 		if rpc.CodeOf(err) == rpc.Unavailable && !moved && ctx.Err() == nil {

@@ -1,10 +1,15 @@
 package client
 
 import (
+	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/flyfs/flyfs/core/api/storageapi"
 	"github.com/flyfs/flyfs/core/routing"
+	"github.com/flyfs/flyfs/core/rpc"
 )
 
 // A client can be cut off from a chain's head while the chain still reaches
@@ -65,4 +70,51 @@ func writeEntry(chain *routing.Chain, head routing.Target, suspect func(routing.
 		}
 	}
 	return head.Node, false
+}
+
+// A write attempt the head has not answered within probeAfter makes the
+// client ask the head's node something trivial (an empty batch read). A
+// node that answers is alive and merely slow, and the write goes on
+// waiting; one that does not answer within probeTimeout is taken as cut
+// off: the attempt ends there, and the retry goes through a relay after
+// about 3 s instead of AttemptTimeout. Ending an attempt early is safe: the
+// retry carries the same tag, and the head applies an update once.
+const (
+	probeAfter   = time.Second
+	probeTimeout = 2 * time.Second
+)
+
+// probeIfSilent watches one attempt to addr; stop ends the watch and
+// reports whether the probe went unanswered (and cancelled the attempt).
+func (c *ChunkIO) probeIfSilent(addr string, cancel context.CancelFunc) (stop func() bool) {
+	done := make(chan struct{})
+	var unanswered atomic.Bool
+	go func() {
+		t := time.NewTimer(probeAfter)
+		defer t.Stop()
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		pctx, pcancel := context.WithTimeout(context.Background(), probeTimeout)
+		defer pcancel()
+		go func() {
+			select {
+			case <-done:
+				pcancel() // the attempt ended: no need for the answer
+			case <-pctx.Done():
+			}
+		}()
+		_, _, err := c.storage.BatchRead(pctx, addr, &storageapi.BatchReadReq{})
+		if err != nil && !rpc.FromPeer(err) && errors.Is(pctx.Err(), context.DeadlineExceeded) {
+			select {
+			case <-done:
+			default:
+				unanswered.Store(true)
+				cancel()
+			}
+		}
+	}()
+	return func() bool { close(done); return unanswered.Load() }
 }
