@@ -41,6 +41,8 @@ type Config struct {
 	// TmpfsStoraged gives storage node i (0-based) a tmpfs of this size
 	// (e.g. "64m") as its disk, to fill it.
 	TmpfsStoraged map[int]string
+	// GCGrace is metad's --gc-grace (0: its default, 5 minutes).
+	GCGrace time.Duration
 }
 
 func (cfg Config) withDefaults() Config {
@@ -147,7 +149,8 @@ func Start(t testing.TB, cfg Config) *Cluster {
 			mountTmpfs(t, disk, size)
 		}
 		p := c.proc(fmt.Sprintf("storaged%d", i+1), h, "storaged", "--node", fmt.Sprint(i+1), "--listen", h.Addr(storagedPort),
-			"--data", disk, "--mgmtd", c.MgmtdList(), "--token", c.Token, "--heartbeat-timeout", cfg.T.String())
+			"--data", disk, "--mgmtd", c.MgmtdList(), "--token", c.Token, "--heartbeat-timeout", cfg.T.String(),
+			"--disk-faults-file", c.diskFaultsFile(i))
 		c.Storaged = append(c.Storaged, p)
 		p.Start()
 	}
@@ -158,8 +161,12 @@ func Start(t testing.TB, cfg Config) *Cluster {
 	}
 	for i := 0; i < 2; i++ {
 		h := n.AddHost(fmt.Sprintf("metad%d", i+1))
-		p := c.proc(fmt.Sprintf("metad%d", i+1), h, append([]string{"metad", "--listen", h.Addr(metadPort),
-			"--mgmtd", c.MgmtdList(), "--token", c.Token, "--master-key-file", masterKey}, kvFlags...)...)
+		args := append([]string{"metad", "--listen", h.Addr(metadPort),
+			"--mgmtd", c.MgmtdList(), "--token", c.Token, "--master-key-file", masterKey}, kvFlags...)
+		if cfg.GCGrace > 0 {
+			args = append(args, "--gc-grace", cfg.GCGrace.String())
+		}
+		p := c.proc(fmt.Sprintf("metad%d", i+1), h, args...)
 		c.Metad = append(c.Metad, p)
 		p.Start()
 	}

@@ -217,3 +217,61 @@ func TestFlipBytesInChunkFile(t *testing.T) {
 		}
 	})
 }
+
+// (g) a storage node's disk fails its reads with EIO, then another's fails
+// its writes, under the workload (an injection hook in the chunk engine's
+// data-file I/O). Each bad replica stops serving and is taken out of its
+// chains; reads of a file on a bad replica's chain are served by the
+// others, every time; writes go on. Then the disks heal, the two nodes are
+// restarted (a replaced or checked disk), and recovery brings their
+// replicas back: the common checks find every replica identical.
+func TestDiskIOErrors(t *testing.T) {
+	runScenario(t, false, Config{}, WorkloadConfig{MaxFile: 1 << 20}, func(s *Scenario) {
+		ctx := context.Background()
+		T := s.C.cfg.T
+		fs := s.C.Dial(10 * time.Second)
+		data := content(s.Rng, 4<<20) // four chunks, on four chains
+		f, err := fs.Create(ctx, "/eio", 0o644)
+		if err == nil {
+			_, err = f.WriteAt(data, 0)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		victims := s.Victims(2)
+		readBack := func(when string) {
+			for i := 0; i < 12; i++ {
+				got, err := readAll(ctx, fs, "/eio")
+				if err != nil || sha256.Sum256(got) != sha256.Sum256(data) {
+					s.Gap("%s: a read of /eio returned %d bytes, %v: a bad disk's replica answered for the chain", when, len(got), err)
+					return
+				}
+			}
+		}
+
+		r := victims[0]
+		s.T.Logf("storaged%d's disk fails its reads with EIO", r+1)
+		s.C.InjectDiskFaults(r, "read EIO\n")
+		readBack("storaged" + fmt.Sprint(r+1) + " failing reads")
+		s.C.WaitFor(10*T, fmt.Sprintf("storaged%d's targets out", r+1), func(in *routing.Info) bool { return NodeIs(in, r, routing.Offline) })
+		readBack("storaged" + fmt.Sprint(r+1) + " out")
+
+		w := victims[1]
+		s.T.Logf("storaged%d's disk fails its writes with EIO", w+1)
+		s.C.InjectDiskFaults(w, "write EIO\nsync EIO\n")
+		s.C.WaitFor(10*T, fmt.Sprintf("storaged%d's targets out after the workload's writes met its disk", w+1), func(in *routing.Info) bool { return NodeIs(in, w, routing.Offline) })
+		s.Pause(time.Second, 3*time.Second) // the workload runs on without them
+		readBack("two bad disks out")
+
+		for _, v := range victims {
+			s.C.InjectDiskFaults(v, "")
+			s.C.Storaged[v].Kill()
+			s.C.Storaged[v].Start()
+		}
+		s.C.WaitHealthy(30 * T)
+		readBack("after recovery")
+	})
+}

@@ -28,6 +28,7 @@ type Proc struct {
 	exited chan struct{}
 	err    error // how the current run ended, once exited is closed
 	stops  int   // SIGSTOPs not yet continued
+	starts int   // runs started
 }
 
 func newProc(t testing.TB, bin, name string, h *Host, log string, args ...string) *Proc {
@@ -60,6 +61,7 @@ func (p *Proc) Start() {
 		p.t.Fatalf("%s: %v", p.Name, err)
 	}
 	p.cmd, p.exited, p.stops = cmd, make(chan struct{}), 0
+	p.starts++
 	go func(cmd *exec.Cmd, exited chan struct{}) {
 		err := cmd.Wait()
 		p.mu.Lock()
@@ -67,6 +69,13 @@ func (p *Proc) Start() {
 		p.mu.Unlock()
 		close(exited)
 	}(cmd, p.exited)
+}
+
+// Starts counts the runs started so far.
+func (p *Proc) Starts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.starts
 }
 
 func (p *Proc) done() bool {
