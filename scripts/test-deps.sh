@@ -22,6 +22,7 @@ command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 /usr/bin/python3 -c 'import boto3' >/dev/null 2>&1 || need+=(python3-boto3)
 command -v setfacl >/dev/null 2>&1 || need+=(acl)
 command -v flock >/dev/null 2>&1 || need+=(util-linux)
+command -v curl >/dev/null 2>&1 || need+=(curl)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
 	echo "test-deps: cannot install ${need[*]} (needs root and apt-get); their tests will skip" >&2

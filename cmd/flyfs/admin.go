@@ -43,7 +43,7 @@ are sent to the primary, found by following redirects).`,
 	addTokenFlags(pf, &o.tok)
 	pf.DurationVar(&o.timeout, "timeout", 10*time.Second, "give up after this long")
 	cmd.AddCommand(adminNodesCmd(o), adminChainsCmd(o), adminCreateChainsCmd(o), adminHoldCmd(o, true), adminHoldCmd(o, false))
-	cmd.AddCommand(adminFsckCmd(o), adminKeysCmd(o), adminGCCmd(o))
+	cmd.AddCommand(adminFsckCmd(o), adminKeysCmd(o), adminGCCmd(o), adminWaitCmd(o))
 	return cmd
 }
 
@@ -91,9 +91,19 @@ func (o *adminOptions) dial(cmd *cobra.Command, metads []string, bound time.Dura
 	return ctx, fs, func() { fs.Close(); cancel() }, nil
 }
 
-// adminRouting fetches the newest routing from any mgmtd.
+// adminRouting fetches the newest routing from any mgmtd. While none
+// answers (they are still starting: a script runs admin commands right
+// after them) it asks again until the command's --timeout.
 func adminRouting(ctx context.Context, m *client.Mgmtd) (*routing.Info, bool, error) {
 	resp, err := m.GetRouting(ctx, 0)
+	for err != nil && errors.Is(err, client.ErrNoMgmtd) && rpc.CodeOf(err) == rpc.Unavailable {
+		select {
+		case <-ctx.Done():
+			return nil, false, err
+		case <-time.After(200 * time.Millisecond):
+		}
+		resp, err = m.GetRouting(ctx, 0)
+	}
 	if err != nil {
 		return nil, false, err
 	}

@@ -13,7 +13,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
-// etcdOptions are the settings of the hidden `flyfs etcd` dev subcommand.
+// etcdOptions are the settings of `flyfs etcd`.
 type etcdOptions struct {
 	name, dataDir, listenPeer, listenClient string
 	advertisePeer, advertiseClient          string
@@ -24,14 +24,13 @@ type etcdOptions struct {
 
 // etcdCmd runs one member of an etcd cluster in this process (etcd's embed
 // package), so tests and trials can run a multi-member etcd as several flyfs
-// processes, without an etcd installed. Hidden: a production cluster runs a
-// real etcd.
+// processes, without an etcd installed. A production cluster runs a real
+// etcd with the limits docs/deploy.md gives.
 func etcdCmd() *cobra.Command {
 	var o etcdOptions
 	cmd := &cobra.Command{
-		Use:    "etcd",
-		Short:  "Run an embedded etcd member (development and tests)",
-		Hidden: true,
+		Use:   "etcd",
+		Short: "Run a bundled etcd member, to try a multi-process cluster (production runs a real etcd)",
 		Long: `Run one member of an etcd cluster inside this process, with the limits flyfs's
 large transactions need (max-txn-ops, max-request-bytes) raised. For tests and
 trials; run a real etcd in production.
