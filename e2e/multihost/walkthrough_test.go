@@ -66,10 +66,10 @@ func walkBlocks(t *testing.T, page string) []walkBlock {
 // it one after another, so what a block exports (and the jobs it starts)
 // stay for the next, as in a terminal; a failing command ends the shell.
 type hostShell struct {
-	t    *testing.T
-	name string
-	dir  string
-	cmd  *exec.Cmd
+	t     *testing.T
+	name  string
+	dir   string
+	cmd   *exec.Cmd
 	in    io.WriteCloser
 	lines chan string // the shell's output, closed when it exits
 	log   *os.File
