@@ -78,5 +78,9 @@ func (c Config) withDefaults() (Config, error) {
 // renewEvery is the period of the lease loop.
 func (c Config) renewEvery() time.Duration { return c.LeaseLength / 3 }
 
+// takeoverWait is how long a standby watches an expired lease before it
+// takes it (takeover.go).
+func (c Config) takeoverWait() time.Duration { return c.LeaseLength / 2 }
+
 // leaseMargin is the lease time a primary must have left to act as primary.
 func (c Config) leaseMargin() time.Duration { return c.LeaseLength / 3 }

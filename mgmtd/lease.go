@@ -50,8 +50,10 @@ func (s *Server) renewLease() {
 	var rec leaseRecord
 	var mine bool
 	why := "the lease is ours: the state was not loaded yet" // what a takeover logs as its cause
+	var watch expiredWatch
 	err := s.cfg.KV.Run(ctx, func(tx kv.Txn) error {
 		now := time.Now()
+		watch = s.expired
 		cur, found, err := readLease(ctx, tx)
 		if err != nil {
 			return err
@@ -66,7 +68,11 @@ func (s *Server) renewLease() {
 			cur.Expiry, cur.Addr = expiry, s.cfg.Addr
 			rec, mine = cur, true
 			tx.Set(leaseKey, encode(rec))
+		case found && cur.Expiry > 0 && cur.Expiry <= now.UnixNano() && !watch.observe(cur, now, s.cfg.takeoverWait()):
+			// Expired, but not yet for long enough (takeover.go).
+			rec, mine = cur, false
 		case !found || cur.Expiry <= now.UnixNano():
+			watch.clear()
 			switch {
 			case !found:
 				why = "no primary yet"
@@ -80,6 +86,7 @@ func (s *Server) renewLease() {
 			mine = true
 			tx.Set(leaseKey, encode(rec))
 		default:
+			watch.clear()
 			rec, mine = cur, false
 		}
 		tx.Set(mgmtdKey(s.cfg.ID), encode(mgmtdRecord{ID: s.cfg.ID, Addr: s.cfg.Addr,
@@ -87,11 +94,13 @@ func (s *Server) renewLease() {
 		return nil
 	})
 	if err != nil {
+		s.expired.failed()
 		if s.ctx.Err() == nil {
 			s.log.Warn("lease round failed", "err", err)
 		}
 		return // the lease, if ours, lapses on its own (primaryTerm checks the clock)
 	}
+	s.expired = watch
 	s.mu.Lock()
 	s.lease, s.leaseKnown = rec, true
 	if mine {

@@ -219,3 +219,42 @@ func TestLateRenewalKeepsTheTerm(t *testing.T) {
 		t.Fatalf("after a late renewal: term %v, want still primary in term %d", pt, term)
 	}
 }
+
+// TestStandbyWaitsOutAStoreStall: after a stall of the store every lease
+// record looks expired. The standby's first round after it must not take the
+// lease: the holder renews in its own term first, and no primary changes.
+func TestStandbyWaitsOutAStoreStall(t *testing.T) {
+	// A long lease keeps the servers' own rounds (every L/3) out of the way
+	// of the rounds this test runs.
+	c := newCluster(t, 2, timing{T: 40 * time.Second, L: 10 * time.Second})
+	p := c.primary()
+	term := p.primaryTerm().id
+	var standby *Server
+	for _, s := range c.servers {
+		if s != p {
+			standby = s
+		}
+	}
+	ctx := context.Background()
+	err := p.cfg.KV.Run(ctx, func(tx kv.Txn) error {
+		rec, _, err := readLease(ctx, tx)
+		if err != nil {
+			return err
+		}
+		rec.Expiry = time.Now().Add(-time.Millisecond).UnixNano() // as the stall leaves it
+		tx.Set(leaseKey, encode(rec))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	standby.renewLease()
+	if standby.primaryTerm() != nil {
+		t.Fatal("the standby took the lease on its first round after the stall")
+	}
+	p.renewLease()
+	standby.renewLease()
+	if pt := p.primaryTerm(); pt == nil || pt.id != term || standby.primaryTerm() != nil {
+		t.Fatalf("after the stall: primary term %v (want %d), standby primary %v", pt, term, standby.primaryTerm() != nil)
+	}
+}

@@ -36,6 +36,8 @@ type Server struct {
 	// never interleaves with a reload and writes rarely conflict.
 	writeMu sync.Mutex
 
+	expired expiredWatch // the lease rounds' watch of an expired lease; leaseLoop's only
+
 	mu         sync.Mutex // guards the fields below (and the term's maps)
 	term       *term      // set while this process holds the lease and has loaded the state
 	leaseUntil time.Time  // monotonic end of this process's lease

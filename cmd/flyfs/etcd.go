@@ -159,6 +159,11 @@ func (o etcdOptions) config() (*embed.Config, error) {
 	cfg.MaxTxnOps = 1 << 20
 	cfg.MaxRequestBytes = 32 << 20
 	cfg.QuotaBackendBytes = o.quotaBytes
+	// etcd keeps every revision until compacted, in memory and on disk.
+	// flyfs reads only at a transaction's own start revision, seconds old
+	// at most (an older one is retried as too old), so five minutes of
+	// history is plenty.
+	cfg.AutoCompactionMode, cfg.AutoCompactionRetention = "periodic", "5m"
 	cfg.ElectionMs, cfg.TickMs = 1000, 100 // etcd's defaults
 	return cfg, nil
 }
