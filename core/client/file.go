@@ -20,18 +20,14 @@ type File struct {
 	path    string
 	inode   metaapi.Inode
 	session []byte // non-nil for a write open
-	// readOnly: opened without a session, so never written through; it
-	// reads ahead (readahead.go).
-	readOnly bool
-	chains   []routing.ChainID
-	mu       sync.Mutex
-	end      uint64 // the largest offset written through this handle
-	wrote    bool   // data written since the last length report
+	chains  []routing.ChainID
+	mu      sync.Mutex
+	end     uint64 // the largest offset written through this handle
+	wrote   bool   // data written since the last length report
 	// reported is when the length was last reported (writers report every
 	// ReportEvery, so other clients see a growing file grow).
 	reported  time.Time
 	reporting bool
-	ahead     readAhead // read-only Files: readahead.go
 }
 
 // ReportEvery is how often a writer reports its length to metad while it
@@ -52,7 +48,7 @@ func (fs *FS) file(p string, in metaapi.Inode, session []byte) (*File, error) {
 		// Its data is whatever the kernel that opens it makes of it.
 		return nil, pathErr("open", p, fmt.Errorf("a %s has no data in flyfs: %w", in.Type, syscall.ENXIO))
 	}
-	f := &File{fs: fs, path: p, inode: in, session: session, readOnly: session == nil, reported: time.Now()}
+	f := &File{fs: fs, path: p, inode: in, session: session, reported: time.Now()}
 	l := in.Layout
 	chains, ok := fs.routing.Current().Table(l.TableID, l.TableVersion)
 	if !ok {
@@ -168,17 +164,9 @@ func (f *File) readAt(ctx context.Context, p []byte, off int64) (int, error) {
 		return 0, io.EOF
 	}
 	n := min(uint64(len(p)), size-uint64(off))
-	var err error
-	served := false
-	if f.readOnly {
-		served, err = f.tryAhead(ctx, p[:n], uint64(off), size)
-	}
-	if !served {
-		var jobs []readJob
-		jobs, err = f.readJobsFor(p[:n], uint64(off))
-		if err == nil {
-			err = f.readJobs(ctx, jobs)
-		}
+	jobs, err := f.readJobsFor(p[:n], uint64(off))
+	if err == nil {
+		err = f.readJobs(ctx, jobs)
 	}
 	if err != nil {
 		return 0, pathErr("read", f.path, err)
@@ -278,7 +266,6 @@ func (f *File) ensureHint(ctx context.Context, end uint64) error {
 // CloseContext ends a write open, reporting the length written.
 func (f *File) CloseContext(ctx context.Context) error {
 	if f.session == nil {
-		f.Invalidate() // lets go of what was read ahead
 		return nil
 	}
 	f.mu.Lock()

@@ -32,10 +32,6 @@ type FS struct {
 	closers   []func()
 	metrics   *fsMetrics // nil unless dialed with Config.Registerer
 	locks     lockSession
-	// aheadBytes counts the bytes read ahead and not yet let go, over every
-	// File (readahead.go).
-	aheadBytes  atomic.Int64
-	aheadBlocks atomic.Uint64 // blocks fetched ahead, ever
 }
 
 // DefaultInodeTTL is how long a path lookup is trusted: changes made by other

@@ -11,10 +11,6 @@ type IOStats struct {
 	NotCommitted uint64 // read results refused because the chunk was mid-update
 	BatchRPCs    uint64 // batch-read RPCs carrying more than one IO
 	BatchedIOs   uint64 // IOs those RPCs carried
-	// Read-ahead (FS.IOStats only): blocks fetched ahead of their reader,
-	// and the bytes of them held now.
-	AheadBlocks    uint64
-	AheadHeldBytes int64
 }
 
 // Stats returns the counters.
@@ -26,8 +22,4 @@ func (c *ChunkIO) Stats() IOStats {
 }
 
 // IOStats returns the data path's counters.
-func (fs *FS) IOStats() IOStats {
-	st := fs.chunks.Stats()
-	st.AheadBlocks, st.AheadHeldBytes = fs.aheadBlocks.Load(), fs.aheadBytes.Load()
-	return st
-}
+func (fs *FS) IOStats() IOStats { return fs.chunks.Stats() }

@@ -201,20 +201,7 @@ func (h *handle) writeAt(ctx context.Context, f *fileSystem, p []byte, off int64
 	}
 	defer h.mu.RUnlock()
 	h.dirty.Store(true)
-	n, err := h.f.Load().WriteAtContext(ctx, p, off)
-	f.dropReadAhead(h.oi) // what the reader fetched meanwhile may predate it
-	return n, err
-}
-
-// dropReadAhead makes the inode's reader forget what it read ahead: this
-// mount is writing the file, and reads after a write must see it.
-func (f *fileSystem) dropReadAhead(oi *openInode) {
-	f.mu.Lock()
-	r := oi.reader
-	f.mu.Unlock()
-	if r != nil {
-		r.Invalidate()
-	}
+	return h.f.Load().WriteAtContext(ctx, p, off)
 }
 
 func (h *handle) reopen(ctx context.Context, f *fileSystem) error {
@@ -409,7 +396,6 @@ func (f *fileSystem) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
-	f.dropReadAhead(h.oi)
 	if !h.sync {
 		if err := f.writeBehind(h, data, off); err != nil {
 			return 0, f.status(ctx, "write", err)
