@@ -50,7 +50,10 @@ func TestSoak(t *testing.T) {
 	}
 	seed := scenarioSeed(t)
 	t.Logf("seed %d, %v of load", seed, d)
-	c := Start(t, Config{Mount: true, Gateway: true, GCGrace: 30 * time.Second})
+	// The product's heartbeat timeout (6 s, a 1.5 s lease), not the fault
+	// scenarios' short one: the soak measures the cluster as deployed, and
+	// on a loaded machine etcd stalls past a 0.5 s lease.
+	c := Start(t, Config{Mount: true, Gateway: true, GCGrace: 30 * time.Second, T: 6 * time.Second})
 	w := StartWorkload(t, c, seed, WorkloadConfig{ClientWriters: 1, FUSEWriters: 1, Registers: -1, MaxFile: 3 << 20})
 	m := startSoakMix(t, c, w, seed)
 
