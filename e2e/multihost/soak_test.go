@@ -226,19 +226,7 @@ func (m *soakMix) bound(fs *client.FS, rng *mrand.Rand) {
 }
 
 func (m *soakMix) loop(seed, stream uint64, op func(int, *mrand.Rand)) {
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		rng := mrand.New(mrand.NewPCG(seed, stream))
-		for i := 0; ; i++ {
-			select {
-			case <-m.stopCh:
-				return
-			default:
-			}
-			op(i, rng)
-		}
-	}()
+	loopUntil(m.stopCh, &m.wg, seed, stream, op)
 }
 
 func (m *soakMix) stop() {

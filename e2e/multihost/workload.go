@@ -156,13 +156,19 @@ func StartWorkload(t testing.TB, c *Cluster, seed uint64, cfg WorkloadConfig) *W
 
 // loop runs op until Stop, with its own random source drawn from the seed.
 func (w *Workload) loop(op func(i int, rng *rand.Rand), seed, stream uint64) {
-	w.wg.Add(1)
+	loopUntil(w.stop, &w.wg, seed, stream, op)
+}
+
+// loopUntil runs op in a goroutine of wg until stop closes, with the
+// random source (seed, stream).
+func loopUntil(stop <-chan struct{}, wg *sync.WaitGroup, seed, stream uint64, op func(i int, rng *rand.Rand)) {
+	wg.Add(1)
 	go func() {
-		defer w.wg.Done()
+		defer wg.Done()
 		rng := rand.New(rand.NewPCG(seed, stream))
 		for i := 0; ; i++ {
 			select {
-			case <-w.stop:
+			case <-stop:
 				return
 			default:
 			}
