@@ -131,7 +131,7 @@ func (c *ChunkIO) Update(ctx context.Context, u Update) (storageapi.ChunkMeta, e
 		req.Relay = relay
 		actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
 		stop := c.abortIfHeadMoves(u.Chain, head.ID, cancel)
-		stopProbe := c.probeIfSilent(addr, cancel)
+		stopProbe := c.probeIfSilent(addr, len(u.Data), cancel)
 		resp, err := c.storage.Write(actx, addr, req, u.Data)
 		moved := stop()
 		unanswered := stopProbe()
@@ -141,7 +141,7 @@ func (c *ChunkIO) Update(ctx context.Context, u Update) (storageapi.ChunkMeta, e
 			err = rpc.Errorf(rpc.Unavailable, "chain %d's head moved off %s during the write", u.Chain, addr)
 		case err != nil && unanswered && ctx.Err() == nil:
 			c.unanswered.Add(1)
-			err = rpc.Errorf(rpc.Unavailable, "storage %s answered neither the write nor a probe within %v", addr, probeAfter+probeTimeout)
+			err = rpc.Errorf(rpc.Unavailable, "storage %s answered neither the write nor a probe within %v", addr, probeDelay(len(u.Data))+probeTimeout)
 		}
 		err = attemptErr(ctx, actx, err, addr)
 		if rpc.CodeOf(err) == rpc.Unavailable && !moved && ctx.Err() == nil {

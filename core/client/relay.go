@@ -72,7 +72,7 @@ func writeEntry(chain *routing.Chain, head routing.Target, suspect func(routing.
 	return head.Node, false
 }
 
-// A write attempt the head has not answered within probeAfter makes the
+// A write attempt the head has not answered within probeDelay makes the
 // client ask the head's node something trivial (an empty batch read). A
 // node that answers is alive and merely slow, and the write goes on
 // waiting; one that does not answer within probeTimeout is taken as cut
@@ -82,15 +82,24 @@ func writeEntry(chain *routing.Chain, head routing.Target, suspect func(routing.
 const (
 	probeAfter   = time.Second
 	probeTimeout = 2 * time.Second
+	// probeSlowLink is the rate a write's payload is allowed to take on
+	// its way out: the probe travels behind it on the same connection, so a
+	// large payload on a slow link must not pass for a dead peer.
+	probeSlowLink = 8 << 20 // bytes per second
 )
+
+// probeDelay is when an attempt sending n bytes is probed.
+func probeDelay(n int) time.Duration {
+	return probeAfter + time.Duration(int64(n)*int64(time.Second)/probeSlowLink)
+}
 
 // probeIfSilent watches one attempt to addr; stop ends the watch and
 // reports whether the probe went unanswered (and cancelled the attempt).
-func (c *ChunkIO) probeIfSilent(addr string, cancel context.CancelFunc) (stop func() bool) {
+func (c *ChunkIO) probeIfSilent(addr string, payload int, cancel context.CancelFunc) (stop func() bool) {
 	done := make(chan struct{})
 	var unanswered atomic.Bool
 	go func() {
-		t := time.NewTimer(probeAfter)
+		t := time.NewTimer(probeDelay(payload))
 		defer t.Stop()
 		select {
 		case <-done:

@@ -70,3 +70,15 @@ func TestSuspectsExpire(t *testing.T) {
 		t.Fatal("a cleared node is suspect")
 	}
 }
+
+// A large payload on its way out delays the probe that travels behind it.
+func TestProbeDelay(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want time.Duration
+	}{{0, time.Second}, {1 << 20, time.Second + time.Second/8}, {8 << 20, 2 * time.Second}, {64 << 20, 9 * time.Second}} {
+		if got := probeDelay(tc.n); got != tc.want {
+			t.Errorf("probeDelay(%d) = %v, want %v", tc.n, got, tc.want)
+		}
+	}
+}
