@@ -334,7 +334,7 @@ func (s *Server) close(ctx context.Context, r *metaapi.CloseReq, _ []byte) (*met
 		return nil, nil, metaapi.ErrnoError(syscall.EBADF, "bad session handle")
 	}
 	in, err := s.ns.Close(ctx, sess, &ns.LengthHint{TruncateVer: r.TruncateVer, Length: r.Length, Wrote: r.Wrote})
-	if err == nil && r.Wrote {
+	if err == nil && r.Wrote && !r.Exact {
 		in, err = s.settleIfLastWriter(ctx, in)
 	}
 	return inodeResp(in, err)

@@ -24,6 +24,10 @@ type File struct {
 	mu      sync.Mutex
 	end     uint64 // the largest offset written through this handle
 	wrote   bool   // data written since the last length report
+	// uncertain: a write through this handle failed, and may have landed
+	// all the same (past end): the close then lets metad settle the
+	// length from storage.
+	uncertain bool
 	// reported is when the length was last reported (writers report every
 	// ReportEvery, so other clients see a growing file grow).
 	reported  time.Time
@@ -119,6 +123,9 @@ func (f *File) writeAt(ctx context.Context, p []byte, off int64) (int, error) {
 		return err
 	})
 	if err != nil {
+		f.mu.Lock()
+		f.uncertain = true
+		f.mu.Unlock()
 		return 0, pathErr("write", f.path, err)
 	}
 	f.mu.Lock()
@@ -269,10 +276,10 @@ func (f *File) CloseContext(ctx context.Context) error {
 		return nil
 	}
 	f.mu.Lock()
-	end, wrote, tv := f.end, f.wrote, f.inode.TruncateVer
+	end, wrote, tv, exact := f.end, f.wrote, f.inode.TruncateVer, !f.uncertain
 	f.mu.Unlock()
 	r, err := callMetaFor(ctx, f.fs, f.inode.ID, func(m metaapi.Client) (*metaapi.InodeResp, error) {
-		return m.Close(ctx, &metaapi.CloseReq{Session: f.session, TruncateVer: tv, Length: end, Wrote: wrote})
+		return m.Close(ctx, &metaapi.CloseReq{Session: f.session, TruncateVer: tv, Length: end, Wrote: wrote, Exact: exact})
 	})
 	if err != nil {
 		return pathErr("close", f.path, err)

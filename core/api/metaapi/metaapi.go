@@ -308,6 +308,11 @@ type CloseReq struct {
 	TruncateVer uint64 `cbor:"2,keyasint,omitempty"`
 	Length      uint64 `cbor:"3,keyasint,omitempty"`
 	Wrote       bool   `cbor:"4,keyasint,omitempty"` // data changed: Gen moves
+	// Exact: every write made through the session was acknowledged and
+	// lies within Length, so metad need not ask storage for the length. A
+	// write that failed may still have landed past it: then Exact is false
+	// and the last close settles the length from storage.
+	Exact bool `cbor:"5,keyasint,omitempty"`
 }
 
 // ReportReq is a writer's periodic length hint.
