@@ -32,7 +32,11 @@ func followDiskFaults(ctx context.Context, path string, f *engine.Faults, log *s
 				log.Warn("disk faults file does not parse; faults unchanged", "path", path, "err", perr)
 			} else {
 				f.Set(spec)
-				log.Warn("disk faults injected", "path", path, "faults", len(spec), "spec", text)
+				if len(spec) == 0 {
+					log.Warn("disk faults healed", "path", path)
+				} else {
+					log.Warn("disk faults injected", "path", path, "faults", len(spec), "spec", text)
+				}
 			}
 			last = text
 		}

@@ -351,14 +351,13 @@ func (m *soakMix) s3Op(g, i int, rng *mrand.Rand) {
 		if key == "" || !strings.HasPrefix(key[1:], fmt.Sprint(g)+"/") {
 			return
 		}
-		err := m.timed("s3 delete", func(ctx context.Context) error {
+		m.timed("s3 delete", func(ctx context.Context) error {
 			return m.mc.RemoveObject(ctx, soakBucket, key, minio.RemoveObjectOptions{})
 		})
 		m.mu.Lock()
 		delete(m.objects, key) // gone, or of unknown state after a failure
 		m.mu.Unlock()
 		m.w.forget("/" + soakBucket + "/" + key)
-		_ = err
 	}
 }
 
