@@ -34,7 +34,7 @@ func (s *Server) handleRemoveChunks(ctx context.Context, req *storageapi.ChunkRa
 	for _, e := range entries {
 		rm := &storageapi.WriteReq{Key: storageapi.Key{Chain: req.Chain, ChainVer: req.ChainVer, Chunk: e.Chunk},
 			Kind: storageapi.KindRemove, Checksum: crc32.Checksum(nil, castagnoli)}
-		if _, err := s.updateLocked(ctx, t, rm, nil); err != nil {
+		if _, _, err := s.updateLocked(ctx, t, rm, nil, nil); err != nil {
 			return resp, nil, wireError(err)
 		}
 		resp.Removed++

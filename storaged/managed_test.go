@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"math"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -184,8 +185,11 @@ func (w *workload) finish(t *testing.T) {
 	w.wg.Wait()
 	res, info := porcupine.CheckOperationsVerbose(registerModel, w.history, 60*time.Second)
 	if res != porcupine.Ok {
-		path := t.TempDir() + "/history.html"
+		// Kept past the test (t.TempDir is not): the evidence of a rare failure.
+		dir, _ := os.MkdirTemp("", "flyfs-history-")
+		path := dir + "/history.html"
 		porcupine.VisualizePath(registerModel, info, path)
+		dumpHistory(dir+"/history.txt", w.history)
 		t.Fatalf("history of %d operations is %s (%s)", len(w.history), res, path)
 	}
 	t.Logf("%d operations linearizable; longest a reader went without a successful read: %v", len(w.history), time.Duration(w.maxGap.Load()))
@@ -490,4 +494,15 @@ func TestSilentHeadIsProbed(t *testing.T) {
 	if st.Unanswered != 1 || st.Relayed != 1 {
 		t.Fatalf("%d attempts ended by an unanswered probe, %d relayed; want 1 and 1 (without the probe the attempt waits out AttemptTimeout)", st.Unanswered, st.Relayed)
 	}
+}
+
+// dumpHistory writes one line per operation, for tools other than the
+// visualisation.
+func dumpHistory(path string, h []porcupine.Operation) {
+	var b bytes.Buffer
+	for _, op := range h {
+		in := op.Input.(regInput)
+		fmt.Fprintf(&b, "c%d %v write=%v val=%d out=%v call=%d ret=%d\n", op.ClientId, op.Metadata, in.write, in.value, op.Output, op.Call, op.Return)
+	}
+	os.WriteFile(path, b.Bytes(), 0o644)
 }

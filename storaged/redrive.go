@@ -2,6 +2,7 @@ package storaged
 
 import (
 	"context"
+	"errors"
 	"hash/crc32"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
+	"github.com/flyfs/flyfs/storaged/engine"
 )
 
 // A chunk stays pending at a replica when the update that made it pending
@@ -47,11 +49,16 @@ func (s *Server) redriveLater(t *target, chunk layout.ChunkID) {
 // nothing is left to do (committed, gone, or not the head any more), and
 // why not.
 func (s *Server) redrive(t *target, chunk layout.ChunkID) (bool, error) {
+	unlock := s.locks.lock(t.key(chunk))
+	defer unlock()
+	return s.redriveHeld(t, chunk)
+}
+
+// redriveHeld is redrive for a caller holding the chunk's lock.
+func (s *Server) redriveHeld(t *target, chunk layout.ChunkID) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ForwardTimeout+time.Second)
 	defer cancel()
 	k := t.key(chunk)
-	unlock := s.locks.lock(k)
-	defer unlock()
 	m, err := t.eng.GetMeta(k)
 	if err != nil || !m.Pending() {
 		return true, nil
@@ -71,7 +78,7 @@ func (s *Server) redrive(t *target, chunk layout.ChunkID) (bool, error) {
 	}
 	req := &storageapi.WriteReq{Key: storageapi.Key{Chain: uint32(t.chain), ChainVer: c.Version, Chunk: chunk},
 		Kind: storageapi.KindReplace, ChunkSize: m.ChunkSize, Checksum: crc32.Checksum(content, castagnoli)}
-	if _, err := s.updateHeld(ctx, t, req, content); err != nil {
+	if _, _, err := s.updateHeld(ctx, t, req, content); err != nil {
 		s.log.Debug("re-drive of a pending chunk failed", "chain", t.chain, "chunk", chunk, "err", err)
 		return false, wireError(err)
 	}
@@ -123,4 +130,23 @@ func (s *Server) redrivePending(t *target) {
 		}
 		from = page[len(page)-1].Chunk.Next()
 	}
+}
+
+// settleHeld answers the retry of an update that a later update ran over: the
+// update is done once the chunk is committed, so a chunk left pending is
+// re-driven first. The caller holds the chunk's lock.
+func (s *Server) settleHeld(t *target, chunk layout.ChunkID) (*storageapi.WriteResp, error) {
+	if _, err := s.redriveHeld(t, chunk); err != nil {
+		return nil, err
+	}
+	m, err := t.eng.GetMeta(t.key(chunk))
+	switch {
+	case errors.Is(err, engine.ErrNotFound):
+		return &storageapi.WriteResp{Meta: storageapi.ChunkMeta{Chunk: chunk}}, nil
+	case err != nil:
+		return nil, err
+	case m.Pending():
+		return nil, rpc.Errorf(rpc.Unavailable, "chunk %v is still pending at version %d over %d", chunk, m.UpdateVer, m.CommitVer)
+	}
+	return &storageapi.WriteResp{Meta: toWireMeta(chunk, m)}, nil
 }

@@ -437,6 +437,71 @@ func TestRetryAfterHeadFailoverIsNotReapplied(t *testing.T) {
 	}
 }
 
+// TestRetryOfAFailedWriteIsNotReapplied: a write the head applied but could
+// not get down the chain fails back to its client; the head re-drives it, so
+// readers see it; another client writes over it; the first client's retry,
+// with the same tag, must be answered as done rather than applied again over
+// the newer write (a reader would see the first value, the second, then the
+// first again). A retry with nothing written since runs again, harmlessly.
+func TestRetryOfAFailedWriteIsNotReapplied(t *testing.T) {
+	c := harness.StartStorage(t, harness.StorageConfig{Nodes: 3, Chains: 1, NoSync: true, ForwardTimeout: 400 * time.Millisecond})
+	api := storageapi.Client{RPC: c.RPCClient("client")}
+	cl := c.Client(5 * time.Second)
+	sum := func(b []byte) uint32 { return crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)) }
+	failOnce := func(chunk layout.ChunkID, tag storageapi.Tag, data []byte) storageapi.WriteReq {
+		t.Helper()
+		req := storageapi.WriteReq{Key: storageapi.Key{Chain: 1, ChainVer: 1, Chunk: chunk}, Kind: storageapi.KindWrite,
+			ChunkSize: chunkSize, Checksum: sum(data), Tag: tag}
+		c.Net.Cut("n1", "n2")
+		attempt := req
+		if _, err := api.Write(ctx, c.Nodes[0].Addr, &attempt, data); rpc.CodeOf(err) != rpc.Unavailable {
+			t.Fatalf("write across a cut link: %v", err)
+		}
+		c.Net.Heal("n1", "n2")
+		return req
+	}
+	readTail := func(chunk layout.ChunkID) string {
+		got, err := replicaRead(t, c, 2, 1, chunk, 100)
+		if err != nil {
+			return err.Error()
+		}
+		return string(got)
+	}
+
+	chunk := layout.MakeChunkID(6, 0)
+	first := []byte("AAAA")
+	req := failOnce(chunk, storageapi.Tag{Client: 78, Channel: 1, Seq: 1}, first)
+	deadline := time.Now().Add(10 * time.Second)
+	for readTail(chunk) != "AAAA" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the head did not re-drive the failed write: the tail holds %q", readTail(chunk))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := cl.Write(ctx, 1, chunk, 0, []byte("BBBB"), chunkSize); err != nil {
+		t.Fatal(err)
+	}
+	retry := req
+	if _, err := api.Write(ctx, c.Nodes[0].Addr, &retry, first); err != nil {
+		t.Fatalf("the retry of a write that took effect: %v", err)
+	}
+	if got := readTail(chunk); got != "BBBB" {
+		t.Fatalf("after the retry the chunk holds %q: the retry undid a newer write", got)
+	}
+
+	// Retried at once, with nothing written in between: it runs again.
+	other := layout.MakeChunkID(6, 1)
+	req = failOnce(other, storageapi.Tag{Client: 78, Channel: 2, Seq: 1}, []byte("CCCC"))
+	retry = req
+	if _, err := api.Write(ctx, c.Nodes[0].Addr, &retry, []byte("CCCC")); err != nil {
+		t.Fatalf("the retry of a failed write: %v", err)
+	}
+	if got := readTail(other); got != "CCCC" {
+		t.Fatalf("after the retry the chunk holds %q", got)
+	}
+	checkConverged(t, c)
+}
+
 // TestTruncateRemoveAndQueryThroughTheChain: truncates and range removals
 // travel the chain like writes; query-last-chunk describes an inode's chunks.
 func TestTruncateRemoveAndQueryThroughTheChain(t *testing.T) {

@@ -48,14 +48,16 @@ func (s *Server) handleWrite(ctx context.Context, req *storageapi.WriteReq, data
 	// the hop never applied, when the head re-runs a client's update under a
 	// new version after an earlier attempt of it failed above this hop.
 	tagged := req.Tag.Client != 0 && !req.Resync
+	var prior *chunkMark
 	if tagged && !req.Forwarded {
-		cached, err := s.dedup.begin(req.Tag, req.Key.Chain)
+		cached, mark, err := s.dedup.begin(req.Tag, req.Key.Chain)
 		if err != nil || cached != nil {
 			return cached, nil, err
 		}
+		prior = mark
 	}
 	start := time.Now()
-	resp, err := s.updateLocked(ctx, t, req, data)
+	resp, after, err := s.updateLocked(ctx, t, req, data, prior)
 	err = wireError(err)
 	if s.metrics != nil {
 		origin := originClient
@@ -73,7 +75,7 @@ func (s *Server) handleWrite(ctx context.Context, req *storageapi.WriteReq, data
 	}
 	switch {
 	case tagged && !req.Forwarded:
-		s.dedup.finish(req.Tag, req.Key.Chain, resp, err)
+		s.dedup.finish(req.Tag, req.Key.Chain, resp, after, err)
 	case tagged && err == nil:
 		s.dedup.remember(req.Tag, req.Key.Chain, resp)
 	}
@@ -143,28 +145,69 @@ func local(eng *engine.Engine, k engine.Key) (craq.Local, engine.Meta, error) {
 	return craq.Local{Exists: true, CommitVer: m.CommitVer, UpdateVer: m.UpdateVer}, m, nil
 }
 
-// updateLocked runs the update under the chunk's lock.
-func (s *Server) updateLocked(ctx context.Context, t *target, req *storageapi.WriteReq, data []byte) (*storageapi.WriteResp, error) {
-	unlock := s.locks.lock(t.key(req.Key.Chunk))
+// updateLocked runs the update under the chunk's lock. prior is the mark an
+// earlier, failed attempt of the same client update left (see dedup); the
+// returned mark is the one this attempt leaves when it fails.
+func (s *Server) updateLocked(ctx context.Context, t *target, req *storageapi.WriteReq, data []byte, prior *chunkMark) (*storageapi.WriteResp, *chunkMark, error) {
+	k := t.key(req.Key.Chunk)
+	unlock := s.locks.lock(k)
 	defer unlock()
-	resp, err := s.updateHeld(ctx, t, req, data)
-	s.noteCorrupt(t, req.Key.Chunk, err) // an update that had to read a corrupt segment
-	if err != nil && !req.Forwarded && !req.Resync {
-		s.redriveLater(t, req.Key.Chunk) // a failed update may leave it pending here
+	if prior != nil {
+		cur, err := markOf(t.eng, k)
+		if err != nil {
+			return nil, prior, err
+		}
+		if cur != *prior {
+			// A later update ran over the earlier attempt's effect: running
+			// this one now would undo it. The update is done once committed.
+			resp, err := s.settleHeld(t, req.Key.Chunk)
+			return resp, prior, err
+		}
 	}
-	return resp, err
+	resp, took, err := s.updateHeld(ctx, t, req, data)
+	s.noteCorrupt(t, req.Key.Chunk, err) // an update that had to read a corrupt segment
+	if err == nil || req.Forwarded || req.Resync {
+		return resp, nil, err
+	}
+	s.redriveLater(t, req.Key.Chunk) // a failed update may leave it pending here
+	if !took {
+		return nil, prior, err
+	}
+	after, merr := markOf(t.eng, k)
+	if merr != nil {
+		after = unreadableMark // no state equals it: a retry settles instead of running again
+	}
+	return nil, &after, err
 }
 
-// updateHeld runs the update; the caller holds the chunk's lock.
-func (s *Server) updateHeld(_ context.Context, t *target, req *storageapi.WriteReq, data []byte) (*storageapi.WriteResp, error) {
+// unreadableMark stands for a chunk state that could not be read.
+var unreadableMark = chunkMark{exists: true, meta: engine.Meta{CommitVer: 1, UpdateVer: 0}}
+
+// markOf is the chunk's state here, for dedup.
+func markOf(eng *engine.Engine, k engine.Key) (chunkMark, error) {
+	m, err := eng.GetMeta(k)
+	if errors.Is(err, engine.ErrNotFound) {
+		return chunkMark{}, nil
+	}
+	if err != nil {
+		return chunkMark{}, err
+	}
+	return chunkMark{exists: true, meta: m}, nil
+}
+
+// updateHeld runs the update; the caller holds the chunk's lock. took reports
+// whether a failed update may still have taken effect: it was applied here, or
+// a removal was sent down the chain.
+func (s *Server) updateHeld(_ context.Context, t *target, req *storageapi.WriteReq, data []byte) (_ *storageapi.WriteResp, took bool, _ error) {
 	k := t.key(req.Key.Chunk)
 	// Routing may have moved while we waited for the lock.
 	_, _, chain, err := s.route(req.Key.Chain, req.Key.ChainVer)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if req.Resync {
-		return s.applyResync(t, req, data)
+		resp, err := s.applyResync(t, req, data)
+		return resp, false, err
 	}
 	// Once applied here, the update goes down the chain to the end even if
 	// the caller gives up (a client's attempt deadline, a hedge, a
@@ -175,22 +218,22 @@ func (s *Server) updateHeld(_ context.Context, t *target, req *storageapi.WriteR
 	defer cancel()
 	if req.Kind == storageapi.KindRemove {
 		if err := s.forward(fctx, t, req, nil, craq.Decision{}); err != nil {
-			return nil, err
+			return nil, true, err
 		}
 		if err := t.eng.Remove(k); err != nil {
-			return nil, err
+			return nil, true, err
 		}
-		return &storageapi.WriteResp{Meta: storageapi.ChunkMeta{Chunk: req.Key.Chunk}}, nil
+		return &storageapi.WriteResp{Meta: storageapi.ChunkMeta{Chunk: req.Key.Chunk}}, false, nil
 	}
 
 	if !req.Forwarded && req.Kind != storageapi.KindTruncate {
 		if err := chainHasRoom(chain); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	l, meta, err := local(t.eng, k)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var d craq.Decision
 	if req.Forwarded {
@@ -200,9 +243,9 @@ func (s *Server) updateHeld(_ context.Context, t *target, req *storageapi.WriteR
 	}
 	switch d.Action {
 	case craq.Gap:
-		return nil, rpc.Errorf(storageapi.CodeMissingUpdate, "chunk %v: version %d after %d/%d", req.Key.Chunk, d.Version, l.CommitVer, l.UpdateVer)
+		return nil, false, rpc.Errorf(storageapi.CodeMissingUpdate, "chunk %v: version %d after %d/%d", req.Key.Chunk, d.Version, l.CommitVer, l.UpdateVer)
 	case craq.AlreadyCommitted:
-		return &storageapi.WriteResp{Meta: toWireMeta(req.Key.Chunk, meta)}, nil
+		return &storageapi.WriteResp{Meta: toWireMeta(req.Key.Chunk, meta)}, false, nil
 	case craq.Apply:
 		_, hasSuccessor := chain.Successor(t.id)
 		commit := l.CommitVer
@@ -213,18 +256,18 @@ func (s *Server) updateHeld(_ context.Context, t *target, req *storageapi.WriteR
 			Replace: req.Kind == storageapi.KindReplace, Truncate: req.Kind == storageapi.KindTruncate,
 			ChainVer: chain.Version, UpdateVer: d.Version, CommitVer: commit}
 		if meta, err = t.eng.Apply(k, u); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	if err := s.forward(fctx, t, req, data, d); err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	if craq.ShouldCommit(craq.Local{Exists: true, CommitVer: meta.CommitVer, UpdateVer: meta.UpdateVer}, d.Version) {
 		if meta, err = t.eng.Commit(k, d.Version, chain.Version); err != nil {
-			return nil, err
+			return nil, true, err
 		}
 	}
-	return &storageapi.WriteResp{Meta: toWireMeta(req.Key.Chunk, meta)}, nil
+	return &storageapi.WriteResp{Meta: toWireMeta(req.Key.Chunk, meta)}, false, nil
 }
 
 // forward sends the update to the successor and waits for its commit. While
@@ -235,8 +278,10 @@ func (s *Server) forward(ctx context.Context, t *target, req *storageapi.WriteRe
 	sent := 0 // attempts that reached for the successor
 	defer func() { s.metrics.forwarded(t.id, sent, err) }()
 	deadline := time.Now().Add(s.cfg.ForwardTimeout)
-	backoff := 20 * time.Millisecond
+	const firstBackoff = 20 * time.Millisecond
+	backoff := firstBackoff
 	sendWhole := false
+	var last routing.TargetID
 	for attempt := 0; ; attempt++ {
 		info := s.cfg.Routing.Current()
 		chain, ok := info.Chain(t.chain)
@@ -246,6 +291,11 @@ func (s *Server) forward(ctx context.Context, t *target, req *storageapi.WriteRe
 		succ, ok := chain.Successor(t.id)
 		if !ok {
 			return nil // we are the tail now
+		}
+		if succ.ID != last {
+			// A new successor may still be catching up with routing: its
+			// refusals pass within milliseconds, whatever the old one cost.
+			last, backoff = succ.ID, firstBackoff
 		}
 		addr, _ := info.Addr(succ.Node)
 		fwd := *req
