@@ -28,6 +28,10 @@ type File struct {
 	// all the same (past end): the close then lets metad settle the
 	// length from storage.
 	uncertain bool
+	// sole: every change of the file's data since the open came through
+	// this handle, as metad's answers show it: each of its reports moved
+	// Gen by one, or by none when it carried no write.
+	sole bool
 	// reported is when the length was last reported (writers report every
 	// ReportEvery, so other clients see a growing file grow).
 	reported  time.Time
@@ -52,7 +56,7 @@ func (fs *FS) file(p string, in metaapi.Inode, session []byte) (*File, error) {
 		// Its data is whatever the kernel that opens it makes of it.
 		return nil, pathErr("open", p, fmt.Errorf("a %s has no data in flyfs: %w", in.Type, syscall.ENXIO))
 	}
-	f := &File{fs: fs, path: p, inode: in, session: session, reported: time.Now()}
+	f := &File{fs: fs, path: p, inode: in, session: session, reported: time.Now(), sole: true}
 	l := in.Layout
 	chains, ok := fs.routing.Current().Table(l.TableID, l.TableVersion)
 	if !ok {
@@ -203,10 +207,32 @@ func (f *File) report(ctx context.Context) error {
 	defer f.mu.Unlock()
 	if err != nil {
 		f.wrote = f.wrote || wrote // report it again next time
+		f.sole = f.sole && !wrote  // it may have moved Gen all the same
 		return err
 	}
+	f.noteGen(r.Inode.Gen, wrote)
 	f.inode.Length, f.inode.Gen, f.inode.Mtime = r.Inode.Length, r.Inode.Gen, r.Inode.Mtime
 	return nil
+}
+
+// noteGen checks an answer's Gen against this handle's own changes; the
+// caller holds f.mu.
+func (f *File) noteGen(gen uint64, wrote bool) {
+	want := f.inode.Gen
+	if wrote {
+		want++
+	}
+	f.sole = f.sole && gen == want
+}
+
+// SoleWriter reports whether, as far as metad's answers show, every change
+// of the file's data since the open came through this handle and every write
+// of it succeeded: then what its writer saw written is the file's content,
+// and a page cache filled by those writes may serve the next open.
+func (f *File) SoleWriter() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sole && !f.uncertain
 }
 
 func (f *File) reportInBackground() {
@@ -238,6 +264,7 @@ func (f *File) Truncate(ctx context.Context, size int64) error {
 		return pathErr("truncate", f.path, err)
 	}
 	f.mu.Lock()
+	f.sole = f.sole && in.Gen == f.inode.Gen // a truncate that moved Gen is not told from another's write
 	f.inode = in
 	f.end = min(f.end, uint64(size))
 	f.mu.Unlock()
@@ -285,6 +312,7 @@ func (f *File) CloseContext(ctx context.Context) error {
 		return pathErr("close", f.path, err)
 	}
 	f.mu.Lock()
+	f.noteGen(r.Inode.Gen, wrote)
 	f.inode, f.session, f.wrote = r.Inode, nil, false
 	f.mu.Unlock()
 	if f.path != "" { // a file opened by inode (OpenInode) has no path to cache

@@ -31,6 +31,7 @@ type handle struct {
 	f     atomic.Pointer[client.File]
 	live  atomic.Bool // the write session is open (changes under mu)
 	dirty atomic.Bool
+	from  genSeen // the inode when the session began (under mu)
 }
 
 // openInode is this mount's state of an open inode: its handles, the
@@ -54,7 +55,8 @@ func openFlags(flags uint32) int {
 func isWrite(flags uint32) bool { return int(flags)&syscall.O_ACCMODE != syscall.O_RDONLY }
 
 func (f *fileSystem) addHandle(in metaapi.Inode, file *client.File, write bool, flags uint32, c client.Creds) *handle {
-	h := &handle{ino: in.ID, write: write, creds: c, sync: flags&(syscall.O_SYNC|syscall.O_DSYNC|syscall.O_DIRECT) != 0}
+	h := &handle{ino: in.ID, write: write, creds: c, sync: flags&(syscall.O_SYNC|syscall.O_DSYNC|syscall.O_DIRECT) != 0,
+		from: genSeen{in.Gen, in.Length}}
 	h.live.Store(write)
 	h.f.Store(file)
 	f.mu.Lock()
@@ -162,6 +164,14 @@ func (f *fileSystem) openOf(ino uint64) *openInode {
 func (f *fileSystem) writer(ino uint64) *handle {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.writerLocked(ino)
+}
+
+// writingLocked reports whether a handle here is writing ino; the caller
+// holds f.mu.
+func (f *fileSystem) writingLocked(ino uint64) bool { return f.writerLocked(ino) != nil }
+
+func (f *fileSystem) writerLocked(ino uint64) *handle {
 	if oi := f.opened[ino]; oi != nil {
 		for h := range oi.handles {
 			if h.write {
@@ -183,6 +193,18 @@ func (f *fileSystem) keepCache(in metaapi.Inode) bool {
 	}
 	f.seenGen[in.ID] = genSeen{in.Gen, in.Length}
 	return ok && prev == genSeen{in.Gen, in.Length}
+}
+
+// noteOwnWrites: a write session that began with the inode at from ended
+// at in, every change between them its own. If the page cache held the file
+// as of from, it now holds it as of in (the writes went through it), and the
+// next open may keep it.
+func (f *fileSystem) noteOwnWrites(ino uint64, from genSeen, in metaapi.Inode) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if prev, ok := f.seenGen[ino]; ok && prev == from {
+		f.seenGen[ino] = genSeen{in.Gen, in.Length}
+	}
 }
 
 // writeAt writes through the handle's session, opening a new one if the
@@ -219,6 +241,7 @@ func (h *handle) reopen(ctx context.Context, f *fileSystem) error {
 		return err
 	}
 	h.f.Store(file)
+	h.from = genSeen{in.Gen, in.Length}
 	h.live.Store(true)
 	f.noteInode(in)
 	return nil
@@ -239,6 +262,9 @@ func (h *handle) closeSession(ctx context.Context, f *fileSystem) (metaapi.Inode
 	err := file.CloseContext(ctx)
 	if err == nil {
 		f.noteInode(file.Inode())
+		if file.SoleWriter() {
+			f.noteOwnWrites(h.ino, h.from, file.Inode())
+		}
 	}
 	// A failed close leaves the session to metad's reaper; writing again
 	// opens a new one.
@@ -436,12 +462,8 @@ func (f *fileSystem) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status
 	if !h.dirty.Load() {
 		return fuse.OK
 	}
-	ino, err := h.closeSession(ctx, f)
-	if err != nil {
+	if _, err := h.closeSession(ctx, f); err != nil {
 		return f.status(ctx, "close", err)
-	}
-	if ino.ID != 0 {
-		f.keepCache(ino) // the page cache holds what this mount just wrote
 	}
 	return fuse.OK
 }

@@ -145,6 +145,7 @@ func (f *fileSystem) fillAttr(in metaapi.Inode, a *fuse.Attr) {
 		size = uint64(len(in.Target))
 	case metaapi.TypeFile:
 		size = max(size, f.localSize(in.ID))
+		f.checkCache(in)
 	default: // special files: the kernel carries their data
 		size = 0
 		a.Rdev = in.Rdev
@@ -158,6 +159,29 @@ func (f *fileSystem) fillAttr(in metaapi.Inode, a *fuse.Attr) {
 	a.Atime, a.Atimensec = splitNs(in.Atime)
 	a.Mtime, a.Mtimensec = splitNs(in.Mtime)
 	a.Ctime, a.Ctimensec = splitNs(in.Ctime)
+}
+
+// checkCache drops the page cache of a file whose data changed since the
+// cache was filled. The kernel leaves that to us (ExplicitDataCacheControl):
+// it would go by the mtime, which our own writes change too (metad stamps
+// them at the close, not the kernel), and lose the cache of every file
+// written here; Gen tells a change apart. A file this mount is writing is
+// left alone: the changes are its own until the close says otherwise.
+// The notification goes out after the reply: the kernel may be waiting
+// for it with pages locked.
+func (f *fileSystem) checkCache(in metaapi.Inode) {
+	now := genSeen{in.Gen, in.Length}
+	f.mu.Lock()
+	prev, ok := f.seenGen[in.ID]
+	stale := ok && prev != now && !f.writingLocked(in.ID)
+	if stale {
+		f.seenGen[in.ID] = now
+	}
+	srv := f.srv
+	f.mu.Unlock()
+	if stale && srv != nil {
+		go srv.InodeNotify(in.ID, 0, 0)
+	}
 }
 
 func splitNs(ns int64) (uint64, uint32) {

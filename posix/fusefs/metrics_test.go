@@ -64,7 +64,7 @@ func TestMountMetrics(t *testing.T) {
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// A fresh open, so the read goes to the mount rather than the page cache.
+	dropPages(t, p) // so the read goes to the mount
 	got, err := os.ReadFile(p)
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("read back %d bytes, %v", len(got), err)

@@ -128,6 +128,10 @@ func Mount(ctx context.Context, fs *client.FS, mountpoint string, opts Options) 
 		Name:                 "flyfs",
 		DirectMount:          true,
 		EnableSymlinkCaching: true, // a symlink's target never changes
+		// The page cache is dropped by us, when a file's Gen says its data
+		// changed (checkCache, and an open without KEEP_CACHE), not by the
+		// kernel whenever the mtime it is told differs from its own.
+		ExplicitDataCacheControl: true,
 		// Read replies are buffers in memory: splicing them means one more
 		// copy into a pipe (and a 1 MiB reply plus its header does not fit
 		// the default pipe at all, which go-fuse logs for every read).

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/flyfs/flyfs/e2e/harness"
 )
 
@@ -80,6 +82,20 @@ func TestMountBasics(t *testing.T) {
 // TestClusterGoneFailsBounded: with the cluster's services down, calls
 // through the mount fail with EIO after the op timeout instead of hanging,
 // and work again once the services are back.
+// dropPages lets go of the page cache of the file at p, so that the next
+// read goes to the mount (a file written here stays cached).
+func dropPages(t *testing.T, p string) {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestClusterGoneFailsBounded(t *testing.T) {
 	c, m := mountCluster(t, Options{OpTimeout: 2 * time.Second, AttrTimeout: -1, EntryTimeout: -1})
 	d := m.Dir()
@@ -87,6 +103,7 @@ func TestClusterGoneFailsBounded(t *testing.T) {
 	if err := os.WriteFile(p, bytes.Repeat([]byte("x"), 3<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	dropPages(t, p)
 	c.KillMetad(0)
 	c.Kill(0)
 	// Each call must end on its own; the watchdog only turns a hang into a
