@@ -359,7 +359,7 @@ func (s *Server) open(ctx context.Context, r *metaapi.OpenReq, _ []byte) (*metaa
 
 func (s *Server) setAttr(ctx context.Context, r *metaapi.SetAttrReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
 	return inodeResp(s.ns.SetAttr(ctx, r.Ino, ns.SetAttrRequest{Mask: ns.AttrMask(r.Mask), Mode: r.Mode, UID: r.UID, GID: r.GID,
-		Atime: r.Atime, Mtime: r.Mtime, Size: r.Size, Implicit: r.Implicit, StripeHint: r.StripeHint}))
+		Atime: r.Atime, Mtime: r.Mtime, Size: r.Size, Implicit: r.Implicit, StripeHint: r.StripeHint, Gen: r.Gen}))
 }
 
 func (s *Server) statFS(ctx context.Context, _ *metaapi.Empty, _ []byte) (*metaapi.StatFSResp, []byte, error) {

@@ -259,12 +259,29 @@ func (f *File) Truncate(ctx context.Context, size int64) error {
 	if size < 0 {
 		return pathErr("truncate", f.path, syscall.EINVAL)
 	}
-	in, err := f.fs.Meta().SetAttr(ctx, f.inode.ID, metaapi.SetAttrReq{Mask: metaapi.SetSize, Size: uint64(size)})
+	// While its changes are the file's only ones, the truncate is made
+	// conditional on the Gen they left, so that the Gen it leaves is known
+	// to be its own as well.
+	f.mu.Lock()
+	req := metaapi.SetAttrReq{Mask: metaapi.SetSize, Size: uint64(size)}
+	sole := f.sole
+	if sole {
+		req.Mask, req.Gen = req.Mask|metaapi.IfGenIs, f.inode.Gen
+	}
+	f.mu.Unlock()
+	in, err := f.fs.Meta().SetAttr(ctx, f.inode.ID, req)
+	if sole && Errno(err) == syscall.ECANCELED {
+		sole, req.Mask = false, metaapi.SetSize // changed by another since
+		in, err = f.fs.Meta().SetAttr(ctx, f.inode.ID, req)
+	}
 	if err != nil {
+		f.mu.Lock()
+		f.sole = false // it may have landed all the same
+		f.mu.Unlock()
 		return pathErr("truncate", f.path, err)
 	}
 	f.mu.Lock()
-	f.sole = f.sole && in.Gen == f.inode.Gen // a truncate that moved Gen is not told from another's write
+	f.sole = f.sole && sole
 	f.inode = in
 	f.end = min(f.end, uint64(size))
 	f.mu.Unlock()

@@ -22,6 +22,7 @@ const (
 	SetSize // truncate or extend a file
 	SetStripeHint
 	SetImplicit // a directory's Implicit flag (an S3 marker makes it explicit)
+	IfGenIs     // change nothing unless the inode is at generation Gen (ErrPrecondition)
 )
 
 // SetAttrRequest carries the new values of the attributes in Mask.
@@ -33,6 +34,7 @@ type SetAttrRequest struct {
 	Size         uint64
 	StripeHint   uint32 // chains a file's chunks may be on (only grows)
 	Implicit     bool
+	Gen          uint64 // with IfGenIs
 }
 
 // SetAttr changes attributes of inode ino (chmod, chown, utimes, truncate) in
@@ -43,6 +45,9 @@ func (n *Namespace) SetAttr(ctx context.Context, ino uint64, req SetAttrRequest)
 		in, err := o.inode(ino)
 		if err != nil {
 			return err
+		}
+		if req.Mask&IfGenIs != 0 && in.Gen != req.Gen {
+			return fail(ErrPrecondition, "inode %d is at generation %d, not %d", ino, in.Gen, req.Gen)
 		}
 		if req.Mask&SetSize != 0 {
 			switch in.Type {

@@ -39,6 +39,13 @@ func TestGenMovesOnEveryDataChange(t *testing.T) {
 	if _, err := e.ns.Truncate(ctx, in.ID, MaxFileSize+1); !errors.Is(err, ErrFBig) {
 		t.Fatalf("truncate past the largest file: %v, want EFBIG", err)
 	}
+	// A truncate conditional on Gen: at another Gen it changes nothing.
+	if _, err := e.ns.SetAttr(ctx, in.ID, SetAttrRequest{Mask: SetSize | IfGenIs, Size: 1, Gen: in.Gen - 1}); !errors.Is(err, ErrPrecondition) {
+		t.Fatalf("truncate at a stale generation: %v, want ErrPrecondition", err)
+	}
+	if in, err = e.ns.SetAttr(ctx, in.ID, SetAttrRequest{Mask: SetSize | IfGenIs, Size: 1, Gen: in.Gen}); err != nil || in.Gen != g0+4 || in.Length != 1 {
+		t.Fatalf("truncate at the current generation: gen %d, length %d (%v)", in.Gen, in.Length, err)
+	}
 }
 
 // TestConditionalRemoveAndRename: IfIno/IfGen decide inside the transaction;

@@ -58,6 +58,30 @@ func TestOwnWritesStayCached(t *testing.T) {
 	if got := mustRead(t, p); got != string(a) {
 		t.Fatalf("the mount reads %d bytes that are not what it wrote", len(got))
 	}
+	// Laid out as fio and databases do: sized first, then written.
+	laid := filepath.Join(d, "laid-out")
+	lf, err := os.Create(laid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lf.Truncate(128 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fallocate(int(lf.Fd()), 0, 0, 256<<10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lf.WriteAt(a, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := lf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if in, of := resident(t, laid); in != of {
+		t.Errorf("after sizing and writing it here, %d of the file's %d pages are cached on the next open", in, of)
+	}
+	if got := mustRead(t, laid); got != string(a) {
+		t.Fatalf("the mount reads %d bytes that are not what it wrote", len(got))
+	}
 
 	// Rewritten by the other mount after: the next open here reads that.
 	b := bytes.Repeat([]byte("b"), 256<<10)

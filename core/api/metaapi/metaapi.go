@@ -344,6 +344,9 @@ const (
 	SetSize
 	SetStripeHint
 	SetImplicit
+	// IfGenIs makes the change conditional: the inode must be at generation
+	// Gen, else ECANCELED (a writer telling its own changes from others').
+	IfGenIs
 )
 
 // SetAttrReq changes the attributes in Mask.
@@ -358,6 +361,7 @@ type SetAttrReq struct {
 	Size       uint64 `cbor:"8,keyasint,omitempty"`
 	Implicit   bool   `cbor:"9,keyasint,omitempty"`
 	StripeHint uint32 `cbor:"10,keyasint,omitempty"`
+	Gen        uint64 `cbor:"11,keyasint,omitempty"` // with IfGenIs
 }
 
 // StatFSResp is the namespace's usage.
