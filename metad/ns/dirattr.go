@@ -71,25 +71,36 @@ func (o *op) clearDirAttrs(dir uint64) {
 
 // dirAttrs reads what is kept off the inode of dir (snapshot reads): the
 // latest entry change's time (0 if none recorded) and the subdirectories.
+//
+// The time key is read alone, then the shards past it: every entry change
+// writes the time key again, and a range read starting at it would step
+// over each of its versions the store still keeps (thousands in a busy
+// directory), where a point read takes the newest.
 func dirAttrs(ctx context.Context, tx kv.ReadTxn, dir uint64) (t, subdirs int64, err error) {
 	p := dirTimeKey(dir)
-	res, err := tx.SnapshotGetRange(ctx, p, prefixEnd(p), kv.RangeOptions{Limit: subdirShards + 1})
+	v, found, err := tx.SnapshotGet(ctx, p)
+	if err != nil {
+		return 0, 0, err
+	}
+	if found {
+		if err := decode(v, &t); err != nil {
+			return 0, 0, err
+		}
+	}
+	shards := append(p[:len(p):len(p)], 0)
+	res, err := tx.SnapshotGetRange(ctx, shards, prefixEnd(p), kv.RangeOptions{Limit: subdirShards + 1})
 	if err != nil {
 		return 0, 0, err
 	}
 	for _, e := range res.KVs {
-		var v int64
-		if err := decode(e.Value, &v); err != nil {
-			return 0, 0, err
-		}
-		switch len(e.Key) - len(p) {
-		case 0:
-			t = v
-		case 1:
-			subdirs += v
-		default:
+		if len(e.Key) != len(p)+1 {
 			return 0, 0, fail(ErrIO, "directory %d: malformed attribute key %x", dir, e.Key)
 		}
+		var n int64
+		if err := decode(e.Value, &n); err != nil {
+			return 0, 0, err
+		}
+		subdirs += n
 	}
 	return t, subdirs, nil
 }
