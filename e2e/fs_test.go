@@ -175,7 +175,7 @@ func TestRemovedFilesChunksAreReclaimed(t *testing.T) {
 	// 4 chunks, 3 replicas each, once every replica serves: on this loaded
 	// machine a node can miss its heartbeats and be synced back.
 	deadline := time.Now().Add(30 * time.Second)
-	for c.WaitHealthy(30*time.Second); chunksOnStorage() != 4*3 && time.Now().Before(deadline); {
+	for c.WaitHealthy(30 * time.Second); chunksOnStorage() != 4*3 && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if n := chunksOnStorage(); n != 4*3 {

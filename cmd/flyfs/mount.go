@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/posix/fusefs"
 	"github.com/spf13/cobra"
@@ -24,6 +25,7 @@ type mountOptions struct {
 	allowOther   bool
 	readAheadKB  int
 	debug        bool
+	cacheMem     string
 	obs          observeOptions
 }
 
@@ -64,6 +66,7 @@ asynchronous API (posix/native).`,
 	f.BoolVar(&o.allowOther, "allow-other", os.Getuid() == 0, "let every user use the mount (permissions still apply); default on as root")
 	f.IntVar(&o.readAheadKB, "read-ahead-kb", 4096, "kernel read-ahead of the mount in KiB (-1: kernel default)")
 	f.BoolVar(&o.debug, "debug", false, "log every FUSE request")
+	addCacheMemFlag(f, &o.cacheMem)
 	addObserveFlags(f, &o.obs)
 	return cmd
 }
@@ -82,6 +85,10 @@ func runMount(ctx context.Context, o mountOptions, dir string, out, logOut io.Wr
 	if len(addrs) == 0 {
 		return fmt.Errorf("--mgmtd is required")
 	}
+	cacheMem, err := parseCacheMem(o.cacheMem)
+	if err != nil {
+		return err
+	}
 	token, err := o.tok.resolve("flyfs mount", log)
 	if err != nil {
 		return err
@@ -98,6 +105,7 @@ func runMount(ctx context.Context, o mountOptions, dir string, out, logOut io.Wr
 		return fmt.Errorf("connect to %s: %w", o.mgmtd, err)
 	}
 	defer fs.Close()
+	fs.SetMemoryCache(cacheMem)
 	m, err := fusefs.Mount(ctx, fs, dir, fusefs.Options{
 		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, OpTimeout: o.opTimeout,
 		AllowOther: o.allowOther, ReadAheadKB: o.readAheadKB, Debug: o.debug, Log: log,
@@ -112,6 +120,9 @@ func runMount(ctx context.Context, o mountOptions, dir string, out, logOut io.Wr
 		return err
 	}
 	fmt.Fprintf(out, "flyfs mounted at %s; serving in the foreground until unmounted (flyfs umount %s, or Ctrl-C)\n", m.Dir(), m.Dir())
+	if cacheMem > 0 {
+		fmt.Fprintf(out, "memory cache of %s for file data read here\n", humanize.IBytes(uint64(cacheMem)))
+	}
 	if url != "" {
 		fmt.Fprintf(out, "metrics at %s\n", url)
 	}

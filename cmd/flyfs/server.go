@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/flyfs/flyfs/cluster"
 	"github.com/flyfs/flyfs/cluster/frontend"
 	"github.com/flyfs/flyfs/console"
@@ -37,6 +38,7 @@ type serverOptions struct {
 	consoleAddr string
 	s3Addr      string
 	mountpoint  string
+	cacheMem    string // the front ends' memory cache
 	// The root key (FLYFS_ACCESS_KEY/FLYFS_SECRET_KEY); empty: generated on
 	// the first start and printed once.
 	accessKey, secretKey string
@@ -84,6 +86,7 @@ its own subcommand and talks to the others over loopback. Restarting on the same
 	f.BoolVar(&o.noSync, "no-sync", false, "acknowledge writes before they reach the disk")
 	f.StringVar(&o.consoleAddr, "console-addr", "127.0.0.1:9400", "address of the admin console (empty: no console)")
 	f.StringVar(&o.mountpoint, "mount", "", "also mount the file system here with FUSE (unmounted at exit)")
+	addCacheMemFlag(f, &o.cacheMem)
 	f.StringVar(&o.s3Addr, "s3-addr", "127.0.0.1:9300", "address of the S3 gateway (empty: no gateway)")
 	f.StringVar(&o.accessKey, "access-key", "", "root access key, for S3 and the console (env FLYFS_ACCESS_KEY); empty: generated on the first start and printed")
 	f.StringVar(&o.secretKey, "secret-key", "", "root secret key (env FLYFS_SECRET_KEY)")
@@ -101,6 +104,10 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 		o.logOut = os.Stderr
 	}
 	log, err := o.obs.logger(o.logOut)
+	if err != nil {
+		return err
+	}
+	cacheMem, err := parseCacheMem(o.cacheMem)
 	if err != nil {
 		return err
 	}
@@ -165,6 +172,10 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 	fs, err := c.FS(ctx)
 	if err != nil {
 		return err
+	}
+	fs.SetMemoryCache(cacheMem) // the front ends' one client: the S3 gateway's and the mount's reads
+	if cacheMem > 0 {
+		fmt.Fprintf(out, "  cache     %s of memory for file data the front ends read\n", humanize.IBytes(uint64(cacheMem)))
 	}
 	// One root key for S3 and the console: the one given, or one drawn on
 	// the first start and printed only then.

@@ -68,7 +68,7 @@ func Dial(ctx context.Context, cfg Config) (*FS, error) {
 	}
 	fs := NewFS(src, rc, metads, NewChunkIO(src, rc, cfg.RetryFor))
 	fs.mgmtd = src.Mgmtd()
-	fs.metrics = newFSMetrics(cfg.Registerer, fs.chunks)
+	fs.metrics = newFSMetrics(cfg.Registerer, fs, fs.chunks)
 	fs.setMetad(rotate(metads, fs.clientID))
 	switch {
 	case cfg.InodeTTL < 0:

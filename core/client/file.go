@@ -126,6 +126,7 @@ func (f *File) writeAt(ctx context.Context, p []byte, off int64) (int, error) {
 		_, err := f.fs.chunks.Write(ctx, chain, l.ChunkID(f.inode.ID, uint64(off)+pc.OffsetInBuffer), pc.OffsetInChunk, data, l.ChunkSize)
 		return err
 	})
+	f.fs.changedHere(f.inode.ID) // landed or maybe landed: cached blocks of the file are stale
 	if err != nil {
 		f.mu.Lock()
 		f.uncertain = true
@@ -175,9 +176,14 @@ func (f *File) readAt(ctx context.Context, p []byte, off int64) (int, error) {
 		return 0, io.EOF
 	}
 	n := min(uint64(len(p)), size-uint64(off))
-	jobs, err := f.readJobsFor(p[:n], uint64(off))
-	if err == nil {
-		err = f.readJobs(ctx, jobs)
+	var err error
+	if c := f.fs.blocks.Load(); c != nil && f.session == nil {
+		err = f.readCached(ctx, c, p[:n], uint64(off), size)
+	} else {
+		var jobs []readJob
+		if jobs, err = f.readJobsFor(p[:n], uint64(off)); err == nil {
+			err = f.readJobs(ctx, jobs)
+		}
 	}
 	if err != nil {
 		return 0, pathErr("read", f.path, err)

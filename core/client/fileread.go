@@ -184,3 +184,61 @@ func (f *File) readV(ctx context.Context, reqs []ReadReq) error {
 	}
 	return nil
 }
+
+// readCached reads [off, off+len(p)) of a read-only File through the memory
+// cache: blocks held under the Gen the File was opened at are copied out, the
+// rest are fetched (each run of missing blocks in one read) and kept. size is
+// the File's length; the last block is short.
+func (f *File) readCached(ctx context.Context, c *blockCache, p []byte, off, size uint64) error {
+	in := f.Inode()
+	first, last := off/CacheBlock, (off+uint64(len(p))-1)/CacheBlock
+	var missing []uint64
+	for b := first; b <= last; b++ {
+		data, ok := c.get(blockKey{in.ID, in.Gen, b})
+		if !ok || uint64(len(data)) < min((b+1)*CacheBlock, size)-b*CacheBlock {
+			missing = append(missing, b) // absent, or short of a length that grew
+			continue
+		}
+		copyOverlap(p, off, data, b*CacheBlock)
+	}
+	for i := 0; i < len(missing); {
+		j := i
+		for j+1 < len(missing) && missing[j+1] == missing[j]+1 {
+			j++
+		}
+		lo, hi := missing[i]*CacheBlock, min((missing[j]+1)*CacheBlock, size)
+		stamp := c.begin()
+		// Straight into p when it holds the whole run (aligned reads, as
+		// the kernel's), else into a buffer of the run's own.
+		var buf []byte
+		if lo >= off && hi <= off+uint64(len(p)) {
+			buf = p[lo-off : hi-off]
+		} else {
+			buf = make([]byte, hi-lo)
+		}
+		jobs, err := f.readJobsFor(buf, lo)
+		if err == nil {
+			err = f.readJobs(ctx, jobs)
+		}
+		if err != nil {
+			return err
+		}
+		for b := missing[i]; b <= missing[j]; b++ {
+			blo := b*CacheBlock - lo
+			block := append([]byte(nil), buf[blo:min(blo+CacheBlock, uint64(len(buf)))]...)
+			c.put(blockKey{in.ID, in.Gen, b}, block, stamp)
+			copyOverlap(p, off, block, b*CacheBlock)
+		}
+		i = j + 1
+	}
+	return nil
+}
+
+// copyOverlap copies into p (file range [off, off+len(p))) the part of data
+// (file range [at, at+len(data))) the two share.
+func copyOverlap(p []byte, off uint64, data []byte, at uint64) {
+	lo, hi := max(off, at), min(off+uint64(len(p)), at+uint64(len(data)))
+	if lo < hi {
+		copy(p[lo-off:hi-off], data[lo-at:hi-at])
+	}
+}

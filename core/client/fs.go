@@ -30,13 +30,39 @@ type FS struct {
 	// answers (a restart, a failover); the caller's deadline can cut it short.
 	MetaRetry time.Duration
 	closers   []func()
-	metrics   *fsMetrics // nil unless dialed with Config.Registerer
+	metrics   *fsMetrics                 // nil unless dialed with Config.Registerer
+	blocks    atomic.Pointer[blockCache] // nil unless SetMemoryCache
 	locks     lockSession
 }
 
 // DefaultInodeTTL is how long a path lookup is trusted: changes made by other
 // clients show up within it.
 const DefaultInodeTTL = time.Second
+
+// SetMemoryCache gives read-only opens a memory cache of file data of up to
+// bytes (0: none, the default), in CacheBlock blocks keyed by inode and Gen.
+func (fs *FS) SetMemoryCache(bytes int64) {
+	if bytes <= 0 {
+		fs.blocks.Store(nil)
+		return
+	}
+	fs.blocks.Store(newBlockCache(bytes))
+}
+
+// CacheStats reports the memory cache's counters (zero without one).
+func (fs *FS) CacheStats() CacheStats {
+	if c := fs.blocks.Load(); c != nil {
+		return c.stats()
+	}
+	return CacheStats{}
+}
+
+// changedHere tells the memory cache that this client changed ino's data.
+func (fs *FS) changedHere(ino uint64) {
+	if c := fs.blocks.Load(); c != nil {
+		c.changed(ino)
+	}
+}
 
 // SetInodeTTL sets how long path lookups are cached (0 turns the cache off).
 func (fs *FS) SetInodeTTL(d time.Duration) { fs.cache = newInodeCache(d, 1<<20) }

@@ -20,10 +20,11 @@ type fsMetrics struct {
 	errors                  *prometheus.CounterVec
 	read, write, readv      prometheus.Observer
 	io                      *ioCollector
+	cache                   *cacheCollector
 	chunks                  *ChunkIO
 }
 
-func newFSMetrics(reg prometheus.Registerer, chunks *ChunkIO) *fsMetrics {
+func newFSMetrics(reg prometheus.Registerer, fs *FS, chunks *ChunkIO) *fsMetrics {
 	if reg == nil {
 		return nil
 	}
@@ -46,6 +47,7 @@ func newFSMetrics(reg prometheus.Registerer, chunks *ChunkIO) *fsMetrics {
 			Help: "File data calls of the client that failed, by op (read, readv, write).",
 		}, []string{"op"})),
 		io:     observe.Register(reg, newIOCollector()),
+		cache:  observe.Register(reg, &cacheCollector{fs: fs}),
 		chunks: chunks,
 	}
 	m.read, m.write, m.readv = m.duration.WithLabelValues("read"), m.duration.WithLabelValues("write"), m.duration.WithLabelValues("readv")
@@ -146,4 +148,32 @@ func (c *ioCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.wins, prometheus.CounterValue, float64(sum.HedgeWins))
 	ch <- prometheus.MustNewConstMetric(c.retries, prometheus.CounterValue, float64(sum.Retries))
 	ch <- prometheus.MustNewConstMetric(c.relayed, prometheus.CounterValue, float64(sum.Relayed))
+}
+
+// cacheCollector reports the memory cache's counters (all zero without one).
+type cacheCollector struct{ fs *FS }
+
+var (
+	cacheHits      = prometheus.NewDesc("flyfs_client_cache_hits_total", "Blocks of file data the memory cache served.", nil, nil)
+	cacheMisses    = prometheus.NewDesc("flyfs_client_cache_misses_total", "Blocks of file data looked for in the memory cache and fetched from storage.", nil, nil)
+	cacheEvictions = prometheus.NewDesc("flyfs_client_cache_evictions_total", "Blocks the memory cache let go to stay within its size.", nil, nil)
+	cacheCorrupt   = prometheus.NewDesc("flyfs_client_cache_corrupt_total", "Cached blocks that failed their checksum, dropped and fetched again.", nil, nil)
+	cacheUsed      = prometheus.NewDesc("flyfs_client_cache_bytes", "Bytes of file data the memory cache holds.", nil, nil)
+	cacheCapacity  = prometheus.NewDesc("flyfs_client_cache_capacity_bytes", "Size of the memory cache (--cache-mem; 0: none).", nil, nil)
+)
+
+func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{cacheHits, cacheMisses, cacheEvictions, cacheCorrupt, cacheUsed, cacheCapacity} {
+		ch <- d
+	}
+}
+
+func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.fs.CacheStats()
+	ch <- prometheus.MustNewConstMetric(cacheHits, prometheus.CounterValue, float64(s.Hits))
+	ch <- prometheus.MustNewConstMetric(cacheMisses, prometheus.CounterValue, float64(s.Misses))
+	ch <- prometheus.MustNewConstMetric(cacheEvictions, prometheus.CounterValue, float64(s.Evictions))
+	ch <- prometheus.MustNewConstMetric(cacheCorrupt, prometheus.CounterValue, float64(s.Corrupt))
+	ch <- prometheus.MustNewConstMetric(cacheUsed, prometheus.GaugeValue, float64(s.Used))
+	ch <- prometheus.MustNewConstMetric(cacheCapacity, prometheus.GaugeValue, float64(s.Capacity))
 }

@@ -1,0 +1,168 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flyfs/flyfs/core/client"
+	"github.com/flyfs/flyfs/e2e/harness"
+)
+
+// readAll opens path on fs and reads it whole.
+func readAll(t *testing.T, fs *client.FS, path string) []byte {
+	t.Helper()
+	ctx := context.Background()
+	f, err := fs.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, f.Size())
+	if n, err := f.ReadAtContext(ctx, b, 0); n != len(b) || (err != nil && n != len(b)) {
+		t.Fatalf("read %s: %d of %d bytes: %v", path, n, len(b), err)
+	}
+	return b
+}
+
+// TestMemoryCache: a client with a memory cache serves a second read of a
+// file from it; a rewrite by another client, closed before the next open, is
+// read on that open (a new Gen misses); a write through the caching client
+// itself is read back at once, even by a handle opened before it.
+func TestMemoryCache(t *testing.T) {
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 2, Replicas: 2, Chains: 2, NoSync: true}, ChunkSize: 256 << 10})
+	ctx := context.Background()
+	cached, err := c.Dial("cached")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cached.Close()
+	cached.SetMemoryCache(64 << 20)
+	cached.SetInodeTTL(0) // path lookups every time: the test is about data
+	other := c.FS()
+
+	first := pattern(1<<20+100, 1)
+	writeFile(t, other, "/f", first)
+	if got := readAll(t, cached, "/f"); !bytes.Equal(got, first) {
+		t.Fatal("first read differs")
+	}
+	s := cached.CacheStats()
+	if s.Hits != 0 || s.Misses != 17 || s.Used != int64(len(first)) {
+		t.Fatalf("after the first read: %+v", s)
+	}
+	if got := readAll(t, cached, "/f"); !bytes.Equal(got, first) {
+		t.Fatal("second read differs")
+	}
+	if s = cached.CacheStats(); s.Hits != 17 {
+		t.Fatalf("the second read was not served from the cache: %+v", s)
+	}
+
+	second := pattern(1<<20+100, 2)
+	writeFile(t, other, "/f", second)
+	if got := readAll(t, cached, "/f"); !bytes.Equal(got, second) {
+		t.Fatal("after another client's rewrite, the caching client reads the old content")
+	}
+
+	// A handle opened before a write through the same client reads the write.
+	old, err := cached.Open(ctx, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	buf := make([]byte, 4096)
+	if _, err := old.ReadAtContext(ctx, buf, 0); err != nil || !bytes.Equal(buf, second[:4096]) {
+		t.Fatalf("read before the write: %v", err)
+	}
+	w, err := cached.OpenFile(ctx, "/f", 1 /* O_WRONLY */, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteAt([]byte("fresh"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.ReadAtContext(ctx, buf, 0); err != nil || string(buf[:5]) != "fresh" {
+		t.Fatalf("after a write through this client, a handle of it reads %q (%v)", buf[:5], err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMemoryCacheUnderLocalWrites: readers of a caching client never read
+// a value older than the last write through that client that ended before
+// their read began, while a writer keeps rewriting the block they read.
+func TestMemoryCacheUnderLocalWrites(t *testing.T) {
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 2, Replicas: 2, Chains: 2, NoSync: true}, ChunkSize: 256 << 10})
+	ctx := context.Background()
+	fs, err := c.Dial("cached")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	fs.SetMemoryCache(16 << 20)
+	stamp := func(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+	writeFile(t, fs, "/counter", append(stamp(0), make([]byte, 100<<10)...))
+	w, err := fs.OpenFile(ctx, "/counter", 1 /* O_WRONLY */, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var done atomic.Uint64 // the last value whose write returned
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for v := uint64(1); ; v++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := w.WriteAt(stamp(v), 0); err != nil {
+				t.Error(err)
+				return
+			}
+			done.Store(v)
+		}
+	}()
+	var reads atomic.Int64
+	for r := 0; r < 3; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f, err := fs.Open(ctx, "/counter")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer f.Close()
+			buf := make([]byte, 8)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				floor := done.Load()
+				if _, err := f.ReadAtContext(ctx, buf, 0); err != nil {
+					t.Error(err)
+					return
+				}
+				if got := binary.BigEndian.Uint64(buf); got < floor {
+					t.Errorf("read %d after the write of %d had returned", got, floor)
+					return
+				}
+				reads.Add(1)
+			}
+		}()
+	}
+	time.Sleep(2 * time.Second)
+	close(stop)
+	wg.Wait()
+	t.Logf("%d writes, %d reads, cache %+v", done.Load(), reads.Load(), fs.CacheStats())
+}
