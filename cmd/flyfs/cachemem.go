@@ -14,8 +14,11 @@ func addCacheMemFlag(f *pflag.FlagSet, dst *string) {
 	f.StringVar(dst, "cache-mem", "0", cacheMemUsage)
 }
 
-// parseCacheMem turns --cache-mem into bytes.
+// parseCacheMem turns --cache-mem into bytes; empty is no cache.
 func parseCacheMem(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
 	n, err := humanize.ParseBytes(s)
 	if err != nil {
 		return 0, fmt.Errorf("--cache-mem %q is not a size: give one such as 512MiB or 4GiB, or 0 for no cache", s)

@@ -9,6 +9,7 @@ func TestParseCacheMem(t *testing.T) {
 		bad  bool
 	}{
 		{in: "0"},
+		{in: ""},
 		{in: "512MiB", want: 512 << 20},
 		{in: "4GiB", want: 4 << 30},
 		{in: "1G", want: 1e9},
