@@ -241,7 +241,10 @@ func TestEveryRoleServesMetrics(t *testing.T) {
 		"flyfs_client_read_bytes_total": dto.MetricType_COUNTER, "flyfs_client_written_bytes_total": dto.MetricType_COUNTER,
 		"flyfs_client_op_duration_seconds": dto.MetricType_HISTOGRAM, "flyfs_client_window_slots": dto.MetricType_GAUGE,
 		"flyfs_client_inflight_requests": dto.MetricType_GAUGE, "flyfs_client_hedges_total": dto.MetricType_COUNTER,
-		"flyfs_client_hedge_wins_total": dto.MetricType_COUNTER,
+		"flyfs_client_hedge_wins_total": dto.MetricType_COUNTER, "flyfs_client_relayed_writes_total": dto.MetricType_COUNTER,
+		"flyfs_client_unanswered_writes_total": dto.MetricType_COUNTER, "flyfs_client_cache_hits_total": dto.MetricType_COUNTER,
+		"flyfs_client_cache_misses_total": dto.MetricType_COUNTER, "flyfs_client_cache_bytes": dto.MetricType_GAUGE,
+		"flyfs_client_cache_capacity_bytes": dto.MetricType_GAUGE,
 		// gateway, registered on the registry given
 		"flyfs_s3_requests_total": dto.MetricType_COUNTER, "flyfs_s3_request_duration_seconds": dto.MetricType_HISTOGRAM,
 		"flyfs_s3_received_bytes_total": dto.MetricType_COUNTER, "flyfs_s3_sent_bytes_total": dto.MetricType_COUNTER,

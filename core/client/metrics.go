@@ -80,7 +80,7 @@ func (m *fsMetrics) close() {
 // the retries so far (a ChunkIO removed keeps counting in the totals, so
 // the counters never go back).
 type ioCollector struct {
-	slots, inflight, hedges, wins, retries, relayed *prometheus.Desc
+	slots, inflight, hedges, wins, retries, relayed, silent *prometheus.Desc
 
 	mu      sync.Mutex
 	live    map[*ChunkIO]struct{}
@@ -98,6 +98,7 @@ func newIOCollector() *ioCollector {
 		wins:     d("hedge_wins_total", "Hedged reads the second replica answered first."),
 		retries:  d("retries_total", "Chunk request attempts repeated after a retryable error (failover, chain change, busy)."),
 		relayed:  d("relayed_writes_total", "Chunk updates sent through another replica of the chain, the head not answering this client."),
+		silent:   d("unanswered_writes_total", "Chunk update attempts ended early because the head answered neither them nor a probe (then retried, through a relay)."),
 		live:     map[*ChunkIO]struct{}{},
 	}
 }
@@ -120,10 +121,11 @@ func (c *ioCollector) remove(cio *ChunkIO) {
 	c.retired.HedgeWins += st.HedgeWins
 	c.retired.Retries += st.Retries
 	c.retired.Relayed += st.Relayed
+	c.retired.Unanswered += st.Unanswered
 }
 
 func (c *ioCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.slots, c.inflight, c.hedges, c.wins, c.retries, c.relayed} {
+	for _, d := range []*prometheus.Desc{c.slots, c.inflight, c.hedges, c.wins, c.retries, c.relayed, c.silent} {
 		ch <- d
 	}
 }
@@ -140,6 +142,7 @@ func (c *ioCollector) Collect(ch chan<- prometheus.Metric) {
 		sum.HedgeWins += st.HedgeWins
 		sum.Retries += st.Retries
 		sum.Relayed += st.Relayed
+		sum.Unanswered += st.Unanswered
 	}
 	c.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(c.slots, prometheus.GaugeValue, float64(slots))
@@ -148,6 +151,7 @@ func (c *ioCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.wins, prometheus.CounterValue, float64(sum.HedgeWins))
 	ch <- prometheus.MustNewConstMetric(c.retries, prometheus.CounterValue, float64(sum.Retries))
 	ch <- prometheus.MustNewConstMetric(c.relayed, prometheus.CounterValue, float64(sum.Relayed))
+	ch <- prometheus.MustNewConstMetric(c.silent, prometheus.CounterValue, float64(sum.Unanswered))
 }
 
 // cacheCollector reports the memory cache's counters (all zero without one).
