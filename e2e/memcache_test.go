@@ -29,19 +29,27 @@ func readAll(t *testing.T, fs *client.FS, path string) []byte {
 	return b
 }
 
+// cachingClient starts a cluster and dials a client of it with a memory
+// cache of size bytes; the cluster's own client has none.
+func cachingClient(t *testing.T, size int64) (*harness.FSCluster, *client.FS) {
+	t.Helper()
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 2, Replicas: 2, Chains: 2, NoSync: true}, ChunkSize: 256 << 10})
+	fs, err := c.Dial("cached")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fs.Close() })
+	fs.SetMemoryCache(size)
+	return c, fs
+}
+
 // TestMemoryCache: a client with a memory cache serves a second read of a
 // file from it; a rewrite by another client, closed before the next open, is
 // read on that open (a new Gen misses); a write through the caching client
 // itself is read back at once, even by a handle opened before it.
 func TestMemoryCache(t *testing.T) {
-	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 2, Replicas: 2, Chains: 2, NoSync: true}, ChunkSize: 256 << 10})
+	c, cached := cachingClient(t, 64<<20)
 	ctx := context.Background()
-	cached, err := c.Dial("cached")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cached.Close()
-	cached.SetMemoryCache(64 << 20)
 	cached.SetInodeTTL(0) // path lookups every time: the test is about data
 	other := c.FS()
 
@@ -96,14 +104,8 @@ func TestMemoryCache(t *testing.T) {
 // a value older than the last write through that client that ended before
 // their read began, while a writer keeps rewriting the block they read.
 func TestMemoryCacheUnderLocalWrites(t *testing.T) {
-	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 2, Replicas: 2, Chains: 2, NoSync: true}, ChunkSize: 256 << 10})
+	_, fs := cachingClient(t, 16<<20)
 	ctx := context.Background()
-	fs, err := c.Dial("cached")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Close()
-	fs.SetMemoryCache(16 << 20)
 	stamp := func(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 	writeFile(t, fs, "/counter", append(stamp(0), make([]byte, 100<<10)...))
 	w, err := fs.OpenFile(ctx, "/counter", 1 /* O_WRONLY */, 0)
