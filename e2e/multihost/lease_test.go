@@ -144,18 +144,7 @@ func TestLeaseUnderLoad(t *testing.T) {
 		loop(10+uint64(g), func(i int, rng *mrand.Rand) error {
 			p := filepath.Join(mnt, "fuse", fmt.Sprintf("f%d-%06d", g, i))
 			data := content(rng, 1<<20+rng.IntN(3<<20))
-			f, err := os.Create(p)
-			if err != nil {
-				return err
-			}
-			_, err = f.Write(data)
-			if err == nil {
-				err = f.Sync()
-			}
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
+			if err := writeSynced(p, data); err != nil {
 				return err
 			}
 			b, err := os.ReadFile(p)

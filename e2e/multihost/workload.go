@@ -239,11 +239,20 @@ func (w *Workload) clientWrite(fs *client.FS, g, i int, rng *rand.Rand, maxSize 
 func (w *Workload) fuseWrite(g, i int, rng *rand.Rand, maxSize int) {
 	rel := fmt.Sprintf("load-fuse/f%d-%05d", g, i)
 	data := content(rng, 1+rng.IntN(maxSize))
-	f, err := os.OpenFile(filepath.Join(w.c.MountDir, rel), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
+	if err := writeSynced(filepath.Join(w.c.MountDir, rel), data); err != nil {
 		w.fail("fuse", err)
 		time.Sleep(100 * time.Millisecond)
 		return
+	}
+	w.ack("/"+rel, data, "fuse")
+}
+
+// writeSynced creates (or truncates) the file at p with data, fsyncs and
+// closes it: an error from any of the three is returned.
+func writeSynced(p string, data []byte) error {
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
 	}
 	_, err = f.Write(data)
 	if err == nil {
@@ -252,11 +261,7 @@ func (w *Workload) fuseWrite(g, i int, rng *rand.Rand, maxSize int) {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		w.fail("fuse", err)
-		return
-	}
-	w.ack("/"+rel, data, "fuse")
+	return err
 }
 
 // s3Write uploads one file with `aws s3 cp`: acknowledged when it exits 0.
