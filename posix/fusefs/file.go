@@ -248,31 +248,29 @@ func (h *handle) reopen(ctx context.Context, f *fileSystem) error {
 }
 
 // closeSession ends the write session (settling the file's length with
-// metad) and returns the file's inode after it. The settled inode is noted
+// metad). The settled inode is noted
 // before the handle stops counting as a writer, so the length this mount
 // knows never dips in between.
-func (h *handle) closeSession(ctx context.Context, f *fileSystem) (metaapi.Inode, error) {
+func (h *handle) closeSession(ctx context.Context, f *fileSystem) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.live.Load() {
-		return metaapi.Inode{}, nil
+		return nil
 	}
 	file := h.f.Load()
 	h.dirty.Store(false)
 	err := file.CloseContext(ctx)
 	if err == nil {
-		f.noteInode(file.Inode())
+		in := file.Inode()
+		f.noteInode(in)
 		if file.SoleWriter() {
-			f.noteOwnWrites(h.ino, h.from, file.Inode())
+			f.noteOwnWrites(h.ino, h.from, in)
 		}
 	}
 	// A failed close leaves the session to metad's reaper; writing again
 	// opens a new one.
 	h.live.Store(false)
-	if err != nil {
-		return metaapi.Inode{}, err
-	}
-	return file.Inode(), nil
+	return err
 }
 
 func (f *fileSystem) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
@@ -462,7 +460,7 @@ func (f *fileSystem) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status
 	if !h.dirty.Load() {
 		return fuse.OK
 	}
-	if _, err := h.closeSession(ctx, f); err != nil {
+	if err := h.closeSession(ctx, f); err != nil {
 		return f.status(ctx, "close", err)
 	}
 	return fuse.OK
@@ -498,7 +496,7 @@ func (f *fileSystem) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 		if err := h.oi.q.drain(); err != nil {
 			f.opts.Log.Warn("fusefs: a queued write failed and no close reported it", "ino", h.ino, "err", err)
 		}
-		if _, err := h.closeSession(ctx, f); err != nil {
+		if err := h.closeSession(ctx, f); err != nil {
 			f.opts.Log.Warn("fusefs: closing a write session on release failed", "ino", h.ino, "err", err)
 		}
 	}
