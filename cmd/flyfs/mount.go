@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dustin/go-humanize"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/posix/fusefs"
 	"github.com/spf13/cobra"
@@ -25,7 +24,7 @@ type mountOptions struct {
 	allowOther   bool
 	readAheadKB  int
 	debug        bool
-	cacheMem     string
+	cache        cacheFlags
 	obs          observeOptions
 }
 
@@ -66,7 +65,7 @@ asynchronous API (posix/native).`,
 	f.BoolVar(&o.allowOther, "allow-other", os.Getuid() == 0, "let every user use the mount (permissions still apply); default on as root")
 	f.IntVar(&o.readAheadKB, "read-ahead-kb", 4096, "kernel read-ahead of the mount in KiB (-1: kernel default)")
 	f.BoolVar(&o.debug, "debug", false, "log every FUSE request")
-	addCacheMemFlag(f, &o.cacheMem)
+	o.cache.add(f)
 	addObserveFlags(f, &o.obs)
 	return cmd
 }
@@ -85,7 +84,7 @@ func runMount(ctx context.Context, o mountOptions, dir string, out, logOut io.Wr
 	if len(addrs) == 0 {
 		return fmt.Errorf("--mgmtd is required")
 	}
-	cacheMem, err := parseCacheMem(o.cacheMem)
+	cacheCfg, err := o.cache.config()
 	if err != nil {
 		return err
 	}
@@ -105,7 +104,10 @@ func runMount(ctx context.Context, o mountOptions, dir string, out, logOut io.Wr
 		return fmt.Errorf("connect to %s: %w", o.mgmtd, err)
 	}
 	defer fs.Close()
-	fs.SetMemoryCache(cacheMem)
+	cacheLine, err := o.cache.apply(ctx, fs, cacheCfg)
+	if err != nil {
+		return err
+	}
 	m, err := fusefs.Mount(ctx, fs, dir, fusefs.Options{
 		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, OpTimeout: o.opTimeout,
 		AllowOther: o.allowOther, ReadAheadKB: o.readAheadKB, Debug: o.debug, Log: log,
@@ -120,8 +122,8 @@ func runMount(ctx context.Context, o mountOptions, dir string, out, logOut io.Wr
 		return err
 	}
 	fmt.Fprintf(out, "flyfs mounted at %s; serving in the foreground until unmounted (flyfs umount %s, or Ctrl-C)\n", m.Dir(), m.Dir())
-	if cacheMem > 0 {
-		fmt.Fprintf(out, "memory cache of %s for file data read here\n", humanize.IBytes(uint64(cacheMem)))
+	if cacheLine != "" {
+		fmt.Fprintln(out, cacheLine)
 	}
 	if url != "" {
 		fmt.Fprintf(out, "metrics at %s\n", url)

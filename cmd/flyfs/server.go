@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dustin/go-humanize"
 	"github.com/flyfs/flyfs/cluster"
 	"github.com/flyfs/flyfs/cluster/frontend"
 	"github.com/flyfs/flyfs/console"
@@ -38,7 +37,7 @@ type serverOptions struct {
 	consoleAddr string
 	s3Addr      string
 	mountpoint  string
-	cacheMem    string // the front ends' memory cache
+	cache       cacheFlags // the front ends' cache
 	// The root key (FLYFS_ACCESS_KEY/FLYFS_SECRET_KEY); empty: generated on
 	// the first start and printed once.
 	accessKey, secretKey string
@@ -86,7 +85,7 @@ its own subcommand and talks to the others over loopback. Restarting on the same
 	f.BoolVar(&o.noSync, "no-sync", false, "acknowledge writes before they reach the disk")
 	f.StringVar(&o.consoleAddr, "console-addr", "127.0.0.1:9400", "address of the admin console (empty: no console)")
 	f.StringVar(&o.mountpoint, "mount", "", "also mount the file system here with FUSE (unmounted at exit)")
-	addCacheMemFlag(f, &o.cacheMem)
+	o.cache.add(f)
 	f.StringVar(&o.s3Addr, "s3-addr", "127.0.0.1:9300", "address of the S3 gateway (empty: no gateway)")
 	f.StringVar(&o.accessKey, "access-key", "", "root access key, for S3 and the console (env FLYFS_ACCESS_KEY); empty: generated on the first start and printed")
 	f.StringVar(&o.secretKey, "secret-key", "", "root secret key (env FLYFS_SECRET_KEY)")
@@ -107,7 +106,7 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cacheMem, err := parseCacheMem(o.cacheMem)
+	cacheCfg, err := o.cache.config()
 	if err != nil {
 		return err
 	}
@@ -173,9 +172,12 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fs.SetMemoryCache(cacheMem) // the front ends' one client: the S3 gateway's and the mount's reads
-	if cacheMem > 0 {
-		fmt.Fprintf(out, "  cache     %s of memory for file data the front ends read\n", humanize.IBytes(uint64(cacheMem)))
+	cacheLine, err := o.cache.apply(ctx, fs, cacheCfg) // the front ends' one client: the S3 gateway's and the mount's reads
+	if err != nil {
+		return err
+	}
+	if cacheLine != "" {
+		fmt.Fprintf(out, "  %s\n", cacheLine)
 	}
 	// One root key for S3 and the console: the one given, or one drawn on
 	// the first start and printed only then.

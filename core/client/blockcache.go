@@ -5,6 +5,7 @@ import (
 	"hash/crc32"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // CacheBlock is the unit of the client's memory cache: a 64 KiB-aligned
@@ -13,19 +14,26 @@ import (
 // nothing more).
 const CacheBlock = 64 << 10
 
-// blockCache is the client's memory tier: blocks of file data keyed by
-// inode, Gen and block index, so that an open after any change in the
-// cluster (a new Gen) misses, as close-to-open asks.
+// blockCache is the client's cache of file data: a memory tier and,
+// optionally, a disk tier under it (diskTier). Blocks are keyed by inode,
+// Gen and block index, so that an open after any change in the cluster (a
+// new Gen) misses, as close-to-open asks.
 //
 // Invariants:
-//   - used is the sum of the lengths of the blocks held, and used <= max
-//     after every put;
+//   - used is the sum of the lengths of the blocks held in memory, and
+//     used <= max after every put (max 0: no memory tier);
 //   - a block's sum is the CRC32C of its data, checked on every hit: a block
-//     that fails it is dropped and counted, never served;
-//   - a block is inserted only if no write or truncate through this client
-//     touched its inode since the fetch began (changedAt is not past the
-//     fetch's stamp), so a fetch racing a local write cannot bring back what
-//     the write replaced.
+//     that fails it is dropped and counted, never served (the disk tier
+//     checks its own the same way);
+//   - a block enters either tier only if no write or truncate through this
+//     client is in flight on its inode and none began since the block's
+//     fetch did (current), so a fetch racing a local write cannot bring back
+//     what the write replaced. The check and the disk tier's record of the
+//     block happen under mu, as does a change's drop of the inode's blocks in
+//     both tiers: a disk block that outlives a crash was current when it
+//     was recorded;
+//   - with a TTL, a block older than it is not served (in the disk tier, a
+//     region older than it).
 type blockCache struct {
 	mu     sync.Mutex
 	max    int64
@@ -34,16 +42,32 @@ type blockCache struct {
 	blocks map[blockKey]*list.Element
 	keysOf map[uint64]map[blockKey]struct{} // the blocks held of each inode
 
-	// clock counts local changes; changedAt is the clock at each inode's last
-	// one. It is cleared when it grows past maxChanged, and floor then
-	// rejects every fetch begun before.
+	// clock counts local changes; changedAt is the clock at each inode's
+	// latest change begun or ended, writing counts the changes in flight. changedAt is
+	// cleared when it grows past maxChanged, and floor then rejects every
+	// fetch begun before.
 	clock, floor uint64
 	changedAt    map[uint64]uint64
+	writing      map[uint64]int
+
+	ttl time.Duration
+	now func() time.Time
+
+	disk    *diskTier      // nil: memory only
+	queue   chan diskWrite // blocks for the disk tier's writer
+	written chan struct{}  // closed when the writer ends
+	qmu     sync.RWMutex   // held to send on queue, and to close it
+	closed  bool           // the queue is closed (under qmu)
 
 	hits, misses, evictions, corrupt atomic.Uint64
+	diskSkipped, diskFailed          atomic.Uint64
 }
 
 const maxChanged = 1 << 16
+
+// diskQueue is how many fetched blocks may wait for the disk tier's writer;
+// past it a block is not written (the read never waits on the local disk).
+const diskQueue = 256
 
 type blockKey struct{ ino, gen, index uint64 }
 
@@ -51,22 +75,67 @@ type cachedBlock struct {
 	key  blockKey
 	data []byte
 	sum  uint32
+	at   time.Time // when put, for the TTL
 }
 
-// CacheStats counts what the memory cache did.
-type CacheStats struct {
+type diskWrite struct {
+	key   blockKey
+	data  []byte
+	stamp uint64
+	done  chan struct{} // a marker (no block): closed when the writer reaches it
+}
+
+// TierStats counts what one cache tier did.
+type TierStats struct {
 	Capacity, Used                   int64
 	Hits, Misses, Evictions, Corrupt uint64
+	// Disk tier only: blocks not written because its writer was behind, and
+	// writes the local disk failed.
+	Skipped, Failed uint64
+}
+
+// CacheStats counts what each cache tier did.
+type CacheStats struct {
+	Memory, Disk TierStats
 }
 
 func newBlockCache(max int64) *blockCache {
 	return &blockCache{max: max, lru: list.New(), blocks: map[blockKey]*list.Element{},
-		keysOf: map[uint64]map[blockKey]struct{}{}, changedAt: map[uint64]uint64{}}
+		keysOf: map[uint64]map[blockKey]struct{}{}, changedAt: map[uint64]uint64{},
+		writing: map[uint64]int{}, now: time.Now}
 }
 
-// get returns the block's data (never to be modified) if it is held and
-// intact.
+// withDisk puts the disk tier d under the memory tier and starts its writer.
+func (c *blockCache) withDisk(d *diskTier) *blockCache {
+	c.disk, c.queue, c.written = d, make(chan diskWrite, diskQueue), make(chan struct{})
+	go c.writeDisk()
+	return c
+}
+
+// get returns the block's data (never to be modified) if a tier holds it
+// intact; a disk hit is brought into memory.
 func (c *blockCache) get(k blockKey) ([]byte, bool) {
+	if c.max > 0 {
+		if data, ok := c.getMem(k); ok {
+			return data, true
+		}
+	}
+	if c.disk == nil {
+		return nil, false
+	}
+	stamp := c.begin()
+	data, ok := c.disk.get(k, c.now())
+	if ok && c.max > 0 {
+		c.mu.Lock()
+		if c.currentLocked(k.ino, stamp) {
+			c.putMemLocked(k, data)
+		}
+		c.mu.Unlock()
+	}
+	return data, ok
+}
+
+func (c *blockCache) getMem(k blockKey) ([]byte, bool) {
 	c.mu.Lock()
 	e, ok := c.blocks[k]
 	if !ok {
@@ -75,6 +144,12 @@ func (c *blockCache) get(k blockKey) ([]byte, bool) {
 		return nil, false
 	}
 	b := e.Value.(*cachedBlock)
+	if c.ttl > 0 && c.now().Sub(b.at) > c.ttl {
+		c.removeLocked(e)
+		c.mu.Unlock()
+		c.misses.Add(1)
+		return nil, false
+	}
 	c.lru.MoveToFront(e)
 	c.mu.Unlock()
 	if crc32.Checksum(b.data, castagnoli) != b.sum {
@@ -98,17 +173,41 @@ func (c *blockCache) begin() uint64 {
 	return c.clock
 }
 
-// put inserts a block fetched from the stamp begin gave, unless its inode
-// changed here since; it evicts the least recently used blocks to stay
-// within the budget. data is kept as is.
+// currentLocked says whether a block of ino fetched from stamp may be kept.
+func (c *blockCache) currentLocked(ino, stamp uint64) bool {
+	return stamp >= c.floor && c.changedAt[ino] <= stamp && c.writing[ino] == 0
+}
+
+// put keeps a block fetched from the stamp begin gave, unless its inode
+// changed here since: in memory at once (evicting the least recently used
+// blocks to stay within the budget), on disk by the writer. data is kept as
+// is.
 func (c *blockCache) put(k blockKey, data []byte, stamp uint64) {
-	if int64(len(data)) > c.max || len(data) == 0 {
+	if len(data) == 0 {
 		return
 	}
-	sum := crc32.Checksum(data, castagnoli)
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if stamp < c.floor || c.changedAt[k.ino] > stamp {
+	if !c.currentLocked(k.ino, stamp) {
+		c.mu.Unlock()
+		return
+	}
+	c.putMemLocked(k, data)
+	c.mu.Unlock()
+	if c.disk != nil {
+		c.qmu.RLock()
+		if !c.closed {
+			select {
+			case c.queue <- diskWrite{key: k, data: data, stamp: stamp}:
+			default:
+				c.diskSkipped.Add(1)
+			}
+		}
+		c.qmu.RUnlock()
+	}
+}
+
+func (c *blockCache) putMemLocked(k blockKey, data []byte) {
+	if int64(len(data)) > c.max {
 		return
 	}
 	if e, ok := c.blocks[k]; ok {
@@ -118,7 +217,7 @@ func (c *blockCache) put(k blockKey, data []byte, stamp uint64) {
 		c.removeLocked(c.lru.Back())
 		c.evictions.Add(1)
 	}
-	c.blocks[k] = c.lru.PushFront(&cachedBlock{key: k, data: data, sum: sum})
+	c.blocks[k] = c.lru.PushFront(&cachedBlock{key: k, data: data, sum: crc32.Checksum(data, castagnoli), at: c.now()})
 	keys := c.keysOf[k.ino]
 	if keys == nil {
 		keys = map[blockKey]struct{}{}
@@ -128,11 +227,70 @@ func (c *blockCache) put(k blockKey, data []byte, stamp uint64) {
 	c.used += int64(len(data))
 }
 
-// changed drops every block of ino and rejects the fetches of it in flight:
-// a write or truncate through this client changed it.
-func (c *blockCache) changed(ino uint64) {
+// writeDisk writes queued blocks to the disk tier, recording each only if
+// it is still current once written.
+func (c *blockCache) writeDisk() {
+	defer close(c.written)
+	for w := range c.queue {
+		if w.done != nil {
+			close(w.done)
+			continue
+		}
+		r, err := c.disk.writeData(w.key, w.data, c.now())
+		if err != nil {
+			c.diskFailed.Add(1)
+			continue
+		}
+		c.mu.Lock()
+		if c.currentLocked(w.key.ino, w.stamp) {
+			c.disk.mu.Lock()
+			c.disk.setSlotLocked(r, w.key, w.data)
+			c.disk.mu.Unlock()
+		}
+		c.mu.Unlock()
+	}
+}
+
+// drain waits until the disk tier's writer has written (or skipped) every
+// block queued before the call.
+func (c *blockCache) drain() {
+	if c.disk == nil {
+		return
+	}
+	done := make(chan struct{})
+	c.qmu.RLock()
+	if c.closed {
+		c.qmu.RUnlock()
+		return
+	}
+	c.queue <- diskWrite{done: done} // the writer makes room
+	c.qmu.RUnlock()
+	<-done
+}
+
+// change marks the start of a write or truncate of ino through this client:
+// it drops the inode's blocks from both tiers, and until the returned func
+// runs (when the change has landed or failed) no block of ino is kept; the
+// fetches begun before either end are not kept either.
+func (c *blockCache) change(ino uint64) (done func()) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.writing[ino]++
+	c.markLocked(ino)
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		if c.writing[ino]--; c.writing[ino] <= 0 {
+			delete(c.writing, ino)
+		}
+		c.markLocked(ino)
+		c.mu.Unlock()
+	}
+}
+
+// changed is a change of ino already over.
+func (c *blockCache) changed(ino uint64) { c.change(ino)() }
+
+func (c *blockCache) markLocked(ino uint64) {
 	c.clock++
 	if len(c.changedAt) >= maxChanged {
 		clear(c.changedAt)
@@ -142,9 +300,14 @@ func (c *blockCache) changed(ino uint64) {
 	for k := range c.keysOf[ino] {
 		c.removeLocked(c.blocks[k])
 	}
+	if c.disk != nil {
+		c.disk.mu.Lock()
+		c.disk.dropInoLocked(ino)
+		c.disk.mu.Unlock()
+	}
 }
 
-// removeLocked drops one block.
+// removeLocked drops one block from memory.
 func (c *blockCache) removeLocked(e *list.Element) {
 	b := e.Value.(*cachedBlock)
 	c.lru.Remove(e)
@@ -162,6 +325,29 @@ func (c *blockCache) stats() CacheStats {
 	c.mu.Lock()
 	used := c.used
 	c.mu.Unlock()
-	return CacheStats{Capacity: c.max, Used: used, Hits: c.hits.Load(), Misses: c.misses.Load(),
-		Evictions: c.evictions.Load(), Corrupt: c.corrupt.Load()}
+	s := CacheStats{Memory: TierStats{Capacity: c.max, Used: used, Hits: c.hits.Load(), Misses: c.misses.Load(),
+		Evictions: c.evictions.Load(), Corrupt: c.corrupt.Load()}}
+	if c.disk != nil {
+		s.Disk = c.disk.stats()
+		s.Disk.Skipped, s.Disk.Failed = c.diskSkipped.Load(), c.diskFailed.Load()
+	}
+	return s
+}
+
+// close stops the disk tier's writer once the queued blocks are written,
+// and closes the tier. A second close does nothing.
+func (c *blockCache) close() {
+	if c.disk == nil {
+		return
+	}
+	c.qmu.Lock()
+	if c.closed {
+		c.qmu.Unlock()
+		return
+	}
+	c.closed = true
+	close(c.queue)
+	c.qmu.Unlock()
+	<-c.written
+	c.disk.close()
 }

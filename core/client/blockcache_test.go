@@ -21,7 +21,7 @@ func TestBlockCache(t *testing.T) {
 			if _, ok := c.get(k(1, 6, 0)); ok {
 				t.Fatal("served under another Gen")
 			}
-			if s := c.stats(); s.Hits != 1 || s.Misses != 1 || s.Used != 100 {
+			if s := c.stats().Memory; s.Hits != 1 || s.Misses != 1 || s.Used != 100 {
 				t.Fatalf("stats %+v", s)
 			}
 		}},
@@ -32,7 +32,7 @@ func TestBlockCache(t *testing.T) {
 			if got, ok := c.get(k(1, 1, 0)); ok {
 				t.Fatalf("served a corrupt block: %q", got)
 			}
-			if s := c.stats(); s.Corrupt != 1 || s.Used != 0 {
+			if s := c.stats().Memory; s.Corrupt != 1 || s.Used != 0 {
 				t.Fatalf("stats %+v", s)
 			}
 		}},
@@ -50,7 +50,7 @@ func TestBlockCache(t *testing.T) {
 					t.Fatalf("%v evicted", key)
 				}
 			}
-			if s := c.stats(); s.Evictions != 1 || s.Used != 3*CacheBlock {
+			if s := c.stats().Memory; s.Evictions != 1 || s.Used != 3*CacheBlock {
 				t.Fatalf("stats %+v", s)
 			}
 		}},
@@ -86,7 +86,7 @@ func TestBlockCache(t *testing.T) {
 		}},
 		{"a block larger than the budget is not kept", func(t *testing.T, c *blockCache) {
 			c.put(k(1, 1, 0), block('a', 3*CacheBlock+1), c.begin())
-			if s := c.stats(); s.Used != 0 {
+			if s := c.stats().Memory; s.Used != 0 {
 				t.Fatalf("stats %+v", s)
 			}
 		}},

@@ -121,12 +121,13 @@ func (f *File) writeAt(ctx context.Context, p []byte, off int64) (int, error) {
 		return 0, pathErr("write", f.path, err)
 	}
 	l := f.inode.Layout
+	done := f.fs.changing(f.inode.ID)
 	err := f.forPieces(ctx, uint64(off), uint64(len(p)), func(ctx context.Context, pc layout.Piece, chain routing.ChainID) error {
 		data := p[pc.OffsetInBuffer : pc.OffsetInBuffer+uint64(pc.Length)]
 		_, err := f.fs.chunks.Write(ctx, chain, l.ChunkID(f.inode.ID, uint64(off)+pc.OffsetInBuffer), pc.OffsetInChunk, data, l.ChunkSize)
 		return err
 	})
-	f.fs.changedHere(f.inode.ID) // landed or maybe landed: cached blocks of the file are stale
+	done() // landed or maybe landed: cached blocks of the file are stale
 	if err != nil {
 		f.mu.Lock()
 		f.uncertain = true

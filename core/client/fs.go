@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path"
 	"sync/atomic"
@@ -39,17 +40,66 @@ type FS struct {
 // clients show up within it.
 const DefaultInodeTTL = time.Second
 
-// SetMemoryCache gives read-only opens a memory cache of file data of up to
-// bytes (0: none, the default), in CacheBlock blocks keyed by inode and Gen.
-func (fs *FS) SetMemoryCache(bytes int64) {
-	if bytes <= 0 {
-		fs.blocks.Store(nil)
-		return
-	}
-	fs.blocks.Store(newBlockCache(bytes))
+// CacheConfig sizes the client's cache of file data, read by read-only
+// opens in CacheBlock blocks keyed by inode and Gen. The zero value is no
+// cache.
+type CacheConfig struct {
+	Memory   int64         // bytes of the memory tier (0: none)
+	Dir      string        // directory of the disk tier ("": none), kept across remounts
+	DiskSize int64         // bytes of the disk tier
+	TTL      time.Duration // a block older than this is fetched again (0: no limit)
 }
 
-// CacheStats reports the memory cache's counters (zero without one).
+// SetCache replaces the client's cache (closing the one before). A disk
+// tier is for this cluster only (its id, from mgmtd, is recorded in the
+// directory) and for one client at a time.
+func (fs *FS) SetCache(ctx context.Context, cfg CacheConfig) error {
+	var c *blockCache
+	if cfg.Memory > 0 || cfg.Dir != "" {
+		c = newBlockCache(max(cfg.Memory, 0))
+		c.ttl = cfg.TTL
+	}
+	if cfg.Dir != "" {
+		if cfg.DiskSize <= 0 {
+			return fmt.Errorf("a disk cache needs a size")
+		}
+		if fs.mgmtd == nil {
+			return fmt.Errorf("a disk cache needs the cluster manager (for the cluster id)")
+		}
+		p, err := fs.mgmtd.GetPrimary(ctx)
+		if err != nil {
+			return fmt.Errorf("disk cache: the cluster id: %w", err)
+		}
+		if p.ClusterID == "" {
+			return fmt.Errorf("disk cache: mgmtd gave no cluster id")
+		}
+		d, err := openDiskTier(cfg.Dir, cfg.DiskSize, p.ClusterID)
+		if err != nil {
+			return err
+		}
+		d.ttl = cfg.TTL
+		c.withDisk(d)
+	}
+	if old := fs.blocks.Swap(c); old != nil {
+		old.close()
+	}
+	return nil
+}
+
+// SetMemoryCache gives the client a memory cache of up to bytes (0: none).
+func (fs *FS) SetMemoryCache(bytes int64) {
+	fs.SetCache(context.Background(), CacheConfig{Memory: bytes}) // no disk tier: cannot fail
+}
+
+// SyncCache waits until the blocks fetched so far are in the disk tier
+// (written, or skipped when its writer was behind).
+func (fs *FS) SyncCache() {
+	if c := fs.blocks.Load(); c != nil {
+		c.drain()
+	}
+}
+
+// CacheStats reports the cache tiers' counters (zero for a tier not set).
 func (fs *FS) CacheStats() CacheStats {
 	if c := fs.blocks.Load(); c != nil {
 		return c.stats()
@@ -57,11 +107,13 @@ func (fs *FS) CacheStats() CacheStats {
 	return CacheStats{}
 }
 
-// changedHere tells the memory cache that this client changed ino's data.
-func (fs *FS) changedHere(ino uint64) {
+// changing tells the cache that this client is changing ino's data; done
+// tells it the change is over (landed, failed or maybe landed).
+func (fs *FS) changing(ino uint64) (done func()) {
 	if c := fs.blocks.Load(); c != nil {
-		c.changed(ino)
+		return c.change(ino)
 	}
+	return func() {}
 }
 
 // SetInodeTTL sets how long path lookups are cached (0 turns the cache off).
@@ -105,6 +157,9 @@ func (fs *FS) Chunks() *ChunkIO { return fs.chunks }
 // An FS built with NewFS has nothing to stop.
 func (fs *FS) Close() error {
 	fs.endLocks()
+	if c := fs.blocks.Swap(nil); c != nil {
+		c.close()
+	}
 	for i := len(fs.closers) - 1; i >= 0; i-- {
 		fs.closers[i]()
 	}

@@ -154,30 +154,40 @@ func (c *ioCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.silent, prometheus.CounterValue, float64(sum.Unanswered))
 }
 
-// cacheCollector reports the memory cache's counters (all zero without one).
+// cacheCollector reports each cache tier's counters (all zero without it).
 type cacheCollector struct{ fs *FS }
 
 var (
-	cacheHits      = prometheus.NewDesc("flyfs_client_cache_hits_total", "Blocks of file data the memory cache served.", nil, nil)
-	cacheMisses    = prometheus.NewDesc("flyfs_client_cache_misses_total", "Blocks of file data looked for in the memory cache and fetched from storage.", nil, nil)
-	cacheEvictions = prometheus.NewDesc("flyfs_client_cache_evictions_total", "Blocks the memory cache let go to stay within its size.", nil, nil)
-	cacheCorrupt   = prometheus.NewDesc("flyfs_client_cache_corrupt_total", "Cached blocks that failed their checksum, dropped and fetched again.", nil, nil)
-	cacheUsed      = prometheus.NewDesc("flyfs_client_cache_bytes", "Bytes of file data the memory cache holds.", nil, nil)
-	cacheCapacity  = prometheus.NewDesc("flyfs_client_cache_capacity_bytes", "Size of the memory cache (--cache-mem; 0: none).", nil, nil)
+	tierLabel      = []string{"tier"}
+	cacheHits      = prometheus.NewDesc("flyfs_client_cache_hits_total", "Blocks of file data a cache tier served.", tierLabel, nil)
+	cacheMisses    = prometheus.NewDesc("flyfs_client_cache_misses_total", "Blocks of file data looked for in a cache tier and not found there.", tierLabel, nil)
+	cacheEvictions = prometheus.NewDesc("flyfs_client_cache_evictions_total", "Blocks (memory) or 4 MiB regions (disk) a cache tier let go to stay within its size.", tierLabel, nil)
+	cacheCorrupt   = prometheus.NewDesc("flyfs_client_cache_corrupt_total", "Cached blocks that failed their checksum, dropped and fetched again.", tierLabel, nil)
+	cacheUsed      = prometheus.NewDesc("flyfs_client_cache_bytes", "Bytes of file data a cache tier holds.", tierLabel, nil)
+	cacheCapacity  = prometheus.NewDesc("flyfs_client_cache_capacity_bytes", "Size of a cache tier (--cache-mem, --cache-size; 0: none).", tierLabel, nil)
+	cacheSkipped   = prometheus.NewDesc("flyfs_client_cache_disk_skipped_total", "Fetched blocks not written to the disk tier because its writer was behind.", nil, nil)
+	cacheFailed    = prometheus.NewDesc("flyfs_client_cache_disk_failed_total", "Writes to the disk tier the local disk failed.", nil, nil)
 )
 
 func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{cacheHits, cacheMisses, cacheEvictions, cacheCorrupt, cacheUsed, cacheCapacity} {
+	for _, d := range []*prometheus.Desc{cacheHits, cacheMisses, cacheEvictions, cacheCorrupt, cacheUsed, cacheCapacity, cacheSkipped, cacheFailed} {
 		ch <- d
 	}
 }
 
 func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.fs.CacheStats()
-	ch <- prometheus.MustNewConstMetric(cacheHits, prometheus.CounterValue, float64(s.Hits))
-	ch <- prometheus.MustNewConstMetric(cacheMisses, prometheus.CounterValue, float64(s.Misses))
-	ch <- prometheus.MustNewConstMetric(cacheEvictions, prometheus.CounterValue, float64(s.Evictions))
-	ch <- prometheus.MustNewConstMetric(cacheCorrupt, prometheus.CounterValue, float64(s.Corrupt))
-	ch <- prometheus.MustNewConstMetric(cacheUsed, prometheus.GaugeValue, float64(s.Used))
-	ch <- prometheus.MustNewConstMetric(cacheCapacity, prometheus.GaugeValue, float64(s.Capacity))
+	for _, t := range []struct {
+		name string
+		s    TierStats
+	}{{"memory", s.Memory}, {"disk", s.Disk}} {
+		ch <- prometheus.MustNewConstMetric(cacheHits, prometheus.CounterValue, float64(t.s.Hits), t.name)
+		ch <- prometheus.MustNewConstMetric(cacheMisses, prometheus.CounterValue, float64(t.s.Misses), t.name)
+		ch <- prometheus.MustNewConstMetric(cacheEvictions, prometheus.CounterValue, float64(t.s.Evictions), t.name)
+		ch <- prometheus.MustNewConstMetric(cacheCorrupt, prometheus.CounterValue, float64(t.s.Corrupt), t.name)
+		ch <- prometheus.MustNewConstMetric(cacheUsed, prometheus.GaugeValue, float64(t.s.Used), t.name)
+		ch <- prometheus.MustNewConstMetric(cacheCapacity, prometheus.GaugeValue, float64(t.s.Capacity), t.name)
+	}
+	ch <- prometheus.MustNewConstMetric(cacheSkipped, prometheus.CounterValue, float64(s.Disk.Skipped))
+	ch <- prometheus.MustNewConstMetric(cacheFailed, prometheus.CounterValue, float64(s.Disk.Failed))
 }

@@ -16,7 +16,7 @@ import (
 // the stale bytes (reads stop at the length); a later extension must read
 // zeros there, which is why the bytes must really go.
 func (fs *FS) dropChunksPast(ctx context.Context, in metaapi.Inode, size uint64) error {
-	defer fs.changedHere(in.ID)
+	defer fs.changing(in.ID)()
 	if in.Type != metaapi.TypeFile || in.Layout.TableID == 0 || in.Layout.ChunkSize == 0 {
 		return nil
 	}

@@ -58,14 +58,14 @@ func TestMemoryCache(t *testing.T) {
 	if got := readAll(t, cached, "/f"); !bytes.Equal(got, first) {
 		t.Fatal("first read differs")
 	}
-	s := cached.CacheStats()
+	s := cached.CacheStats().Memory
 	if s.Hits != 0 || s.Misses != 17 || s.Used != int64(len(first)) {
 		t.Fatalf("after the first read: %+v", s)
 	}
 	if got := readAll(t, cached, "/f"); !bytes.Equal(got, first) {
 		t.Fatal("second read differs")
 	}
-	if s = cached.CacheStats(); s.Hits != 17 {
+	if s = cached.CacheStats().Memory; s.Hits != 17 {
 		t.Fatalf("the second read was not served from the cache: %+v", s)
 	}
 
@@ -168,3 +168,63 @@ func TestMemoryCacheUnderLocalWrites(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d writes, %d reads, cache %+v", done.Load(), reads.Load(), fs.CacheStats())
 }
+
+// TestDiskCache: a client with only a disk tier serves a second read from
+// it; a new client over the same directory (a remount) serves from what the
+// first left; a rewrite by another client is read on the next open; a
+// second client cannot take a directory in use.
+func TestDiskCache(t *testing.T) {
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 2, Replicas: 2, Chains: 2, NoSync: true}, ChunkSize: 256 << 10})
+	ctx := context.Background()
+	dir := t.TempDir()
+	dial := func(name string) *client.FS {
+		fs, err := c.Dial(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { fs.Close() })
+		fs.SetInodeTTL(0)
+		if err := fs.SetCache(ctx, client.CacheConfig{Dir: dir, DiskSize: 64 << 20}); err != nil {
+			t.Fatal(err)
+		}
+		return fs
+	}
+	other := c.FS()
+	first := pattern(1<<20+100, 1)
+	writeFile(t, other, "/f", first)
+
+	cached := dial("cached")
+	if got := readAll(t, cached, "/f"); !bytes.Equal(got, first) {
+		t.Fatal("first read differs")
+	}
+	cached.SyncCache()
+	if s := cached.CacheStats().Disk; s.Misses != 17 || s.Used != int64(len(first))+regionHeaders(len(first)) {
+		t.Fatalf("after the first read: %+v", s)
+	}
+	intruder, err := c.Dial("intruder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer intruder.Close()
+	if err := intruder.SetCache(ctx, client.CacheConfig{Dir: dir, DiskSize: 64 << 20}); err == nil {
+		t.Fatal("a second client took the cache directory in use")
+	}
+	cached.Close()
+
+	again := dial("again") // the remount
+	if got := readAll(t, again, "/f"); !bytes.Equal(got, first) {
+		t.Fatal("read after the remount differs")
+	}
+	if s := again.CacheStats().Disk; s.Hits != 17 || s.Misses != 0 {
+		t.Fatalf("the read after the remount was not served from the disk tier: %+v", s)
+	}
+	second := pattern(1<<20+100, 2)
+	writeFile(t, other, "/f", second)
+	if got := readAll(t, again, "/f"); !bytes.Equal(got, second) {
+		t.Fatal("after another client's rewrite, the caching client reads the old content")
+	}
+}
+
+// regionHeaders is the disk tier's header bytes for a file of n bytes read
+// whole (one 4 KiB header per 4 MiB region).
+func regionHeaders(n int) int64 { return int64((n+4<<20-1)/(4<<20)) * 4096 }
