@@ -196,10 +196,19 @@ func (c *blockCache) put(k blockKey, data []byte, stamp uint64) {
 	if c.disk != nil {
 		c.qmu.RLock()
 		if !c.closed {
+			w := diskWrite{key: k, data: data, stamp: stamp}
 			select {
-			case c.queue <- diskWrite{key: k, data: data, stamp: stamp}:
+			case c.queue <- w:
 			default:
-				c.diskSkipped.Add(1)
+				// The writer is behind: wait a little for it (a fill that
+				// keeps up is worth a slower first read), then skip.
+				t := time.NewTimer(diskWait)
+				select {
+				case c.queue <- w:
+				case <-t.C:
+					c.diskSkipped.Add(1)
+				}
+				t.Stop()
 			}
 		}
 		c.qmu.RUnlock()
@@ -228,27 +237,112 @@ func (c *blockCache) putMemLocked(k blockKey, data []byte) {
 }
 
 // writeDisk writes queued blocks to the disk tier, recording each only if
-// it is still current once written.
+// it is still current once written. Blocks that follow one another in a
+// region go out in one write of up to writeRun blocks (a sequential reader
+// queues them a few at a time, so a short run waits up to runWait for the
+// rest), diskWriters runs at a time: large writes, several deep, keep up
+// where single blocks would fall behind.
 func (c *blockCache) writeDisk() {
 	defer close(c.written)
-	for w := range c.queue {
-		if w.done != nil {
+	runs := make(chan []diskWrite)
+	var writing, writers sync.WaitGroup
+	for range diskWriters {
+		writers.Go(func() {
+			for run := range runs {
+				c.writeBlocks(run)
+				writing.Done()
+			}
+		})
+	}
+	defer writers.Wait()
+	defer close(runs)
+	var run []diskWrite
+	flush := func() {
+		if len(run) > 0 {
+			writing.Add(1)
+			runs <- run
+			run = nil
+		}
+	}
+	wait := time.NewTimer(time.Hour)
+	wait.Stop()
+	for {
+		var w diskWrite
+		ok := true
+		if len(run) == 0 {
+			w, ok = <-c.queue
+		} else {
+			wait.Reset(runWait)
+			select {
+			case w, ok = <-c.queue:
+				wait.Stop()
+			case <-wait.C:
+				flush()
+				continue
+			}
+		}
+		switch {
+		case !ok:
+			flush()
+			return
+		case w.done != nil:
+			flush()
+			writing.Wait() // every block queued before the marker
 			close(w.done)
 			continue
+		case len(run) > 0 && !follows(run[len(run)-1].key, w.key):
+			flush()
 		}
-		r, err := c.disk.writeData(w.key, w.data, c.now())
-		if err != nil {
-			c.diskFailed.Add(1)
-			continue
+		run = append(run, w)
+		if len(run) == writeRun {
+			flush()
 		}
-		c.mu.Lock()
-		if c.currentLocked(w.key.ino, w.stamp) {
-			c.disk.mu.Lock()
-			c.disk.setSlotLocked(r, w.key, w.data)
-			c.disk.mu.Unlock()
-		}
-		c.mu.Unlock()
 	}
+}
+
+// diskWait is how long a read waits for room in the disk tier's queue
+// before it lets the block go unwritten.
+const diskWait = 10 * time.Millisecond
+
+// diskWriters is how many runs are written at once.
+const diskWriters = 2
+
+// runWait is how long a short run of blocks waits for the next.
+const runWait = 2 * time.Millisecond
+
+// writeRun is the most blocks one write to the disk tier carries (1 MiB).
+const writeRun = 16
+
+// follows says whether block b comes right after a in the same region.
+func follows(a, b blockKey) bool {
+	ra, _ := split(a)
+	rb, _ := split(b)
+	return ra == rb && b.index == a.index+1
+}
+
+// writeBlocks writes a run of consecutive blocks of one region.
+func (c *blockCache) writeBlocks(run []diskWrite) {
+	data := make([][]byte, len(run))
+	lens, sums := make([]uint32, len(run)), make([]uint32, len(run))
+	for i := range run {
+		data[i] = run[i].data
+		lens[i], sums[i] = uint32(len(data[i])), crc32.Checksum(data[i], castagnoli)
+	}
+	r, err := c.disk.writeData(run[0].key, data, c.now())
+	if err != nil {
+		c.diskFailed.Add(uint64(len(run)))
+		return
+	}
+	keep := make([]bool, len(run))
+	_, first := split(run[0].key)
+	c.mu.Lock()
+	for i, w := range run {
+		keep[i] = c.currentLocked(w.key.ino, w.stamp)
+	}
+	c.disk.mu.Lock()
+	c.disk.setSlotsLocked(r, first, lens, sums, keep)
+	c.disk.mu.Unlock()
+	c.mu.Unlock()
 }
 
 // drain waits until the disk tier's writer has written (or skipped) every

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // diskTier is the client's second cache tier: blocks of file data kept in
@@ -361,10 +363,10 @@ func (d *diskTier) get(k blockKey, now time.Time) ([]byte, bool) {
 	return data, true
 }
 
-// writeData writes a block's data into its region's file (creating it),
-// ahead of setSlot; it returns the region written, for setSlot to check it
-// is still the one held.
-func (d *diskTier) writeData(k blockKey, data []byte, now time.Time) (*diskRegion, error) {
+// writeData writes the data of consecutive blocks of one region, the first
+// k, into its file (creating it), ahead of setSlot; it returns the region
+// written, for setSlot to check it is still the one held.
+func (d *diskTier) writeData(k blockKey, data [][]byte, now time.Time) (*diskRegion, error) {
 	rk, i := split(k)
 	d.mu.Lock()
 	r := d.liveLocked(rk, now)
@@ -385,8 +387,29 @@ func (d *diskTier) writeData(k blockKey, data []byte, now time.Time) (*diskRegio
 	if err != nil {
 		return nil, err
 	}
-	if _, err := f.WriteAt(data, blockAt(i)); err != nil {
+	want := 0
+	for _, b := range data {
+		want += len(b)
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
 		return nil, err
+	}
+	var n int
+	var werr error
+	// Through the RawConn, which holds f open: an eviction closing f meanwhile
+	// cannot hand its descriptor to another file under this write.
+	if err = rc.Write(func(fd uintptr) bool {
+		n, werr = unix.Pwritev(int(fd), data, blockAt(i))
+		return true
+	}); err == nil {
+		err = werr
+	}
+	if err == nil && n != want {
+		err = fmt.Errorf("short write to the cache: %d of %d bytes", n, want)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.path, err)
 	}
 	return r, nil
 }
@@ -407,7 +430,13 @@ func (d *diskTier) createLocked(k regionKey, now time.Time) (*diskRegion, error)
 	binary.LittleEndian.PutUint64(h[16:], k.gen)
 	binary.LittleEndian.PutUint64(h[24:], k.region)
 	binary.LittleEndian.PutUint64(h[32:], uint64(now.UnixNano()))
-	if _, err := f.WriteAt(h, 0); err != nil {
+	_, err = f.WriteAt(h, 0)
+	if err == nil {
+		// Sized whole up front (sparse), so writes within it do not move
+		// the size.
+		err = f.Truncate(blockAt(regionBlocks))
+	}
+	if err != nil {
 		f.Close()
 		os.Remove(r.path)
 		return nil, err
@@ -417,11 +446,11 @@ func (d *diskTier) createLocked(k regionKey, now time.Time) (*diskRegion, error)
 	return r, nil
 }
 
-// setSlotLocked records a block written by writeData into r, unless r is no
-// longer held, and evicts to stay within max. The caller decided, under the
-// memory tier's lock, that the block is still current.
-func (d *diskTier) setSlotLocked(r *diskRegion, k blockKey, data []byte) {
-	_, i := split(k)
+// setSlotsLocked records blocks written by writeData into r, from block
+// first on, with their lengths and sums (those not kept stay as they were),
+// unless r is no longer held; then it evicts to stay within max. The caller
+// decided, under the memory tier's lock, which blocks are still current.
+func (d *diskTier) setSlotsLocked(r *diskRegion, first int, lens, sums []uint32, keep []bool) {
 	if d.regions[r.key] != r {
 		return // evicted or dropped since the data was written
 	}
@@ -429,17 +458,28 @@ func (d *diskTier) setSlotLocked(r *diskRegion, k blockKey, data []byte) {
 	if err != nil {
 		return
 	}
-	sum := crc32.Checksum(data, castagnoli)
-	var slot [8]byte
-	binary.LittleEndian.PutUint32(slot[:], uint32(len(data)))
-	binary.LittleEndian.PutUint32(slot[4:], sum)
-	if _, err := f.WriteAt(slot[:], slotsAt+8*int64(i)); err != nil {
+	slots := make([]byte, 8*len(lens))
+	for j := range lens {
+		n, sum := r.lens[first+j], r.sums[first+j]
+		if keep[j] {
+			n, sum = lens[j], sums[j]
+		}
+		binary.LittleEndian.PutUint32(slots[8*j:], n)
+		binary.LittleEndian.PutUint32(slots[8*j+4:], sum)
+	}
+	if _, err := f.WriteAt(slots, slotsAt+8*int64(first)); err != nil {
 		return
 	}
-	delta := int64(len(data)) - int64(r.lens[i])
-	r.lens[i], r.sums[i] = uint32(len(data)), sum
-	r.bytes += delta
-	d.used += delta
+	for j := range lens {
+		if !keep[j] {
+			continue
+		}
+		i := first + j
+		delta := int64(lens[j]) - int64(r.lens[i])
+		r.lens[i], r.sums[i] = lens[j], sums[j]
+		r.bytes += delta
+		d.used += delta
+	}
 	d.lru.MoveToFront(r.elem)
 	for d.used > d.max && d.lru.Len() > 1 {
 		d.evictLocked(d.lru.Back().Value.(*diskRegion))

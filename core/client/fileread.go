@@ -211,7 +211,8 @@ func (f *File) readCached(ctx context.Context, c *blockCache, p []byte, off, siz
 		// Straight into p when it holds the whole run (aligned reads, as
 		// the kernel's), else into a buffer of the run's own.
 		var buf []byte
-		if lo >= off && hi <= off+uint64(len(p)) {
+		inP := lo >= off && hi <= off+uint64(len(p))
+		if inP {
 			buf = p[lo-off : hi-off]
 		} else {
 			buf = make([]byte, hi-lo)
@@ -227,7 +228,9 @@ func (f *File) readCached(ctx context.Context, c *blockCache, p []byte, off, siz
 			blo := b*CacheBlock - lo
 			block := append([]byte(nil), buf[blo:min(blo+CacheBlock, uint64(len(buf)))]...)
 			c.put(blockKey{in.ID, in.Gen, b}, block, stamp)
-			copyOverlap(p, off, block, b*CacheBlock)
+			if !inP {
+				copyOverlap(p, off, block, b*CacheBlock)
+			}
 		}
 		i = j + 1
 	}
