@@ -70,6 +70,12 @@ type diskRegion struct {
 	key   regionKey
 	path  string
 	f     *os.File // nil when closed (at most maxOpenFiles are open)
+	// rf is the file opened again for random reads (POSIX_FADV_RANDOM): a
+	// block read out of order through f would bring the device's whole
+	// readahead (often MiBs) in with it. next is the block after the last
+	// one read: reading it goes through f, with readahead.
+	rf   *os.File
+	next int
 	lens  [regionBlocks]uint32
 	sums  [regionBlocks]uint32
 	bytes int64     // regionHeader plus the blocks' lengths
@@ -288,6 +294,10 @@ func (d *diskTier) closeLocked(r *diskRegion) {
 		r.f = nil
 		d.open.Remove(r.opel)
 	}
+	if r.rf != nil {
+		r.rf.Close()
+		r.rf = nil
+	}
 }
 
 // fileLocked returns r's open file, opening it (and closing the least
@@ -301,6 +311,13 @@ func (d *diskTier) fileLocked(r *diskRegion) (*os.File, error) {
 		return nil, err
 	}
 	r.f, r.opel = f, d.open.PushFront(r)
+	if rf, err := os.Open(r.path); err == nil {
+		if unix.Fadvise(int(rf.Fd()), 0, 0, unix.FADV_RANDOM) == nil {
+			r.rf = rf
+		} else {
+			rf.Close()
+		}
+	}
 	for d.open.Len() > maxOpenFiles {
 		d.closeLocked(d.open.Back().Value.(*diskRegion))
 	}
@@ -337,6 +354,10 @@ func (d *diskTier) get(k blockKey, now time.Time) ([]byte, bool) {
 	}
 	n, sum := r.lens[i], r.sums[i]
 	f, err := d.fileLocked(r)
+	if err == nil && i != r.next && r.rf != nil {
+		f = r.rf // not the block after the last one read: no readahead
+	}
+	r.next = i + 1
 	d.lru.MoveToFront(r.elem)
 	d.mu.Unlock()
 	if err != nil {
