@@ -67,15 +67,15 @@ const (
 type regionKey struct{ ino, gen, region uint64 }
 
 type diskRegion struct {
-	key   regionKey
-	path  string
-	f     *os.File // nil when closed (at most maxOpenFiles are open)
+	key  regionKey
+	path string
+	f    *os.File // nil when closed (at most maxOpenFiles are open)
 	// rf is the file opened again for random reads (POSIX_FADV_RANDOM): a
 	// block read out of order through f would bring the device's whole
 	// readahead (often MiBs) in with it. next is the block after the last
 	// one read: reading it goes through f, with readahead.
-	rf   *os.File
-	next int
+	rf    *os.File
+	next  int
 	lens  [regionBlocks]uint32
 	sums  [regionBlocks]uint32
 	bytes int64     // regionHeader plus the blocks' lengths
