@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -228,3 +229,53 @@ func TestDiskCache(t *testing.T) {
 // regionHeaders is the disk tier's header bytes for a file of n bytes read
 // whole (one 4 KiB header per 4 MiB region).
 func regionHeaders(n int) int64 { return int64((n+4<<20-1)/(4<<20)) * 4096 }
+
+// TestPrefetch: FS.Prefetch fills the cache with a tree (a later read of it
+// misses nothing), says what was cached already, counts what it could not
+// read, and refuses a client without a cache.
+func TestPrefetch(t *testing.T) {
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 2, Replicas: 2, Chains: 2, NoSync: true}, ChunkSize: 256 << 10})
+	ctx := context.Background()
+	other := c.FS()
+	files := map[string][]byte{"/data/a": pattern(5<<20+7, 1), "/data/sub/b": pattern(100, 2), "/data/sub/empty": nil}
+	if err := other.MkdirAll(ctx, "/data/sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for p, b := range files {
+		writeFile(t, other, p, b)
+		total += int64(len(b))
+	}
+	if _, err := other.Prefetch(ctx, []string{"/data"}, client.PrefetchOptions{}); !errors.Is(err, client.ErrNoCache) {
+		t.Fatalf("a client without a cache: %v", err)
+	}
+
+	fs, err := c.Dial("loader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	if err := fs.SetCache(ctx, client.CacheConfig{Dir: t.TempDir(), DiskSize: 64 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	progressed := 0
+	sum, err := fs.Prefetch(ctx, []string{"/data", "/missing"}, client.PrefetchOptions{Threads: 3, Progress: func(client.PrefetchSummary) { progressed++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Files != 3 || sum.Bytes != total || sum.Fetched != total || sum.Failed != 1 || progressed == 0 {
+		t.Fatalf("first prefetch: %+v (%d progress calls)", sum, progressed)
+	}
+	if sum, err = fs.Prefetch(ctx, []string{"/data"}, client.PrefetchOptions{}); err != nil || sum.Fetched != 0 || sum.Bytes != total {
+		t.Fatalf("second prefetch fetched again: %+v %v", sum, err)
+	}
+	before := fs.CacheStats().Disk
+	for p, want := range files {
+		if got := readAll(t, fs, p); !bytes.Equal(got, want) {
+			t.Fatalf("%s differs", p)
+		}
+	}
+	if s := fs.CacheStats().Disk; s.Misses != before.Misses || s.Hits == before.Hits {
+		t.Fatalf("reads after the prefetch missed the cache: before %+v after %+v", before, s)
+	}
+}

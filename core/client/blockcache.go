@@ -2,6 +2,7 @@ package client
 
 import (
 	"container/list"
+	"context"
 	"hash/crc32"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,7 @@ type blockCache struct {
 	queue   chan diskWrite // blocks for the disk tier's writer
 	written chan struct{}  // closed when the writer ends
 	qmu     sync.RWMutex   // held to send on queue, and to close it
+	enq     sync.Mutex     // held to queue a run of blocks together
 	closed  bool           // the queue is closed (under qmu)
 
 	hits, misses, evictions, corrupt atomic.Uint64
@@ -87,16 +89,23 @@ type diskWrite struct {
 
 // TierStats counts what one cache tier did.
 type TierStats struct {
-	Capacity, Used                   int64
-	Hits, Misses, Evictions, Corrupt uint64
+	Capacity  int64  `json:"capacity_bytes"`
+	Used      int64  `json:"used_bytes"`
+	Hits      uint64 `json:"hits"`
+	Misses    uint64 `json:"misses"`
+	Evictions uint64 `json:"evictions"`
+	Corrupt   uint64 `json:"corrupt"`
 	// Disk tier only: blocks not written because its writer was behind, and
 	// writes the local disk failed.
-	Skipped, Failed uint64
+	Skipped uint64 `json:"skipped,omitempty"`
+	Failed  uint64 `json:"failed,omitempty"`
 }
 
 // CacheStats counts what each cache tier did.
 type CacheStats struct {
-	Memory, Disk TierStats
+	Memory TierStats `json:"memory"`
+	Disk   TierStats `json:"disk"`
+	Dir    string    `json:"dir,omitempty"` // the disk tier's directory
 }
 
 func newBlockCache(max int64) *blockCache {
@@ -164,6 +173,58 @@ func (c *blockCache) getMem(k blockKey) ([]byte, bool) {
 	}
 	c.hits.Add(1)
 	return b.data, true
+}
+
+// holds says whether a tier holds the block with at least n bytes, without
+// counting a hit or a miss or checking its sum (a prefetch asking what to
+// fetch).
+func (c *blockCache) holds(k blockKey, n uint64) bool {
+	c.mu.Lock()
+	if e, ok := c.blocks[k]; ok && uint64(len(e.Value.(*cachedBlock).data)) >= n {
+		c.mu.Unlock()
+		return true
+	}
+	c.mu.Unlock()
+	return c.disk != nil && c.disk.holds(k, n, c.now())
+}
+
+// putRun is put for a prefetch, of consecutive blocks from first on: it
+// waits for room in the disk tier's queue rather than leave a block
+// unwritten, and queues the run's blocks together (under enq), so that the
+// writer, which merges consecutive blocks, writes them in one go even while
+// other prefetches queue theirs.
+func (c *blockCache) putRun(ctx context.Context, first blockKey, blocks [][]byte, stamp uint64) error {
+	c.mu.Lock()
+	if !c.currentLocked(first.ino, stamp) {
+		c.mu.Unlock()
+		return nil
+	}
+	for i, data := range blocks {
+		k := first
+		k.index += uint64(i)
+		c.putMemLocked(k, data)
+	}
+	c.mu.Unlock()
+	if c.disk == nil {
+		return nil
+	}
+	c.enq.Lock()
+	defer c.enq.Unlock()
+	c.qmu.RLock()
+	defer c.qmu.RUnlock()
+	for i, data := range blocks {
+		if c.closed {
+			return nil
+		}
+		k := first
+		k.index += uint64(i)
+		select {
+		case c.queue <- diskWrite{key: k, data: data, stamp: stamp}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // begin stamps a fetch about to start, for put.
@@ -424,6 +485,7 @@ func (c *blockCache) stats() CacheStats {
 	if c.disk != nil {
 		s.Disk = c.disk.stats()
 		s.Disk.Skipped, s.Disk.Failed = c.diskSkipped.Load(), c.diskFailed.Load()
+		s.Dir = c.disk.dir
 	}
 	return s
 }

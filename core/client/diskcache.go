@@ -384,6 +384,15 @@ func (d *diskTier) get(k blockKey, now time.Time) ([]byte, bool) {
 	return data, true
 }
 
+// holds says whether the tier holds the block with at least n bytes.
+func (d *diskTier) holds(k blockKey, n uint64, now time.Time) bool {
+	rk, i := split(k)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r := d.liveLocked(rk, now)
+	return r != nil && r.lens[i] > 0 && uint64(r.lens[i]) >= n
+}
+
 // writeData writes the data of consecutive blocks of one region, the first
 // k, into its file (creating it), ahead of setSlot; it returns the region
 // written, for setSlot to check it is still the one held.
