@@ -41,6 +41,6 @@ FLYFS_<FLAG> (upper case, dashes as underscores), e.g. FLYFS_DATA=/srv/flyfs.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(versionCmd(), serverCmd(), mgmtdCmd(), metadCmd(), storagedCmd(), gatewayCmd(), consoleCmd(),
-		mountCmd(), umountCmd(), adminCmd(), benchCmd(), etcdCmd())
+		mountCmd(), umountCmd(), warmupCmd(), adminCmd(), benchCmd(), etcdCmd())
 	return root
 }

@@ -108,77 +108,13 @@ func TestTwoMountProcesses(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("mounts directly, which needs root")
 	}
-	work, err := os.MkdirTemp("", "flyfs-procs-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(work) }) // after the processes' cleanups print their logs
-	bin := filepath.Join(work, "flyfs")
-	build := exec.Command("go", "build", "-o", bin, "github.com/flyfs/flyfs/cmd/flyfs")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build flyfs: %v\n%s", err, out)
-	}
-	mgmtd, err := cluster.ReservePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	metad, err := cluster.ReservePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := startProc(t, filepath.Join(work, "server.log"), bin, "server", "--data", filepath.Join(work, "data"),
-		"--mgmtd-addr", mgmtd, "--metad-addr", metad, "--chains", "4", "--no-sync")
-	waitFor(t, 30*time.Second, "flyfs server to listen", func() bool {
-		c, err := net.Dial("tcp", metad)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil || srv.cmd.ProcessState != nil
-	})
-
-	// Ready when a file can be written and closed (metad settles lengths
-	// with storage, which joins a moment after metad listens).
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	tokenFile := filepath.Join(work, "data", cluster.TokenFile)
-	token, err := cluster.ReadToken(tokenFile)
-	if err != nil {
-		t.Fatalf("the server's token: %v\n%s", err, srv.output())
-	}
-	cl, err := client.Dial(ctx, client.Config{Mgmtd: []string{mgmtd}, Token: token})
-	if err != nil {
-		t.Fatalf("dial the server: %v\n%s", err, srv.output())
-	}
-	waitFor(t, 30*time.Second, "the server to take a write", func() bool {
-		f, err := cl.Create(ctx, "/ready", 0o644)
-		if err != nil {
-			return false
-		}
-		f.WriteAt([]byte("x"), 0)
-		return f.Close() == nil
-	})
-	cl.Close()
-
+	srv := startServerProc(t)
+	bin := srv.bin
 	mounts := make([]string, 2)
 	procs := make([]*proc, 2)
 	for i := range mounts {
-		mounts[i] = filepath.Join(work, "m"+string(rune('a'+i)))
-		if err := os.Mkdir(mounts[i], 0o755); err != nil {
-			t.Fatal(err)
-		}
-		mnt := mounts[i]
-		// Runs after the process cleanup: a mount process killed on a
-		// failure leaves its mount behind, dead; take it away.
-		t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
-		procs[i] = startProc(t, filepath.Join(work, "mount"+string(rune('a'+i))+".log"), bin, "mount", "--mgmtd", mgmtd,
-			"--token-file", tokenFile, "--attr-timeout", "500ms", "--entry-timeout", "500ms", "--op-timeout", "10s", mounts[i])
-		dir, p := mounts[i], procs[i]
-		waitFor(t, 30*time.Second, "mount "+dir, func() bool {
-			if p.cmd.ProcessState != nil {
-				t.Fatalf("flyfs mount exited: %s", p.output())
-			}
-			return isMounted(dir)
-		})
+		mounts[i], procs[i] = startMountProc(t, srv, "m"+string(rune('a'+i)),
+			"--attr-timeout", "500ms", "--entry-timeout", "500ms", "--op-timeout", "10s")
 	}
 	a, b := mounts[0], mounts[1]
 
@@ -240,4 +176,90 @@ func TestTwoMountProcesses(t *testing.T) {
 	if err := srv.stop(syscall.SIGTERM); err != nil {
 		t.Logf("server exit: %v", err)
 	}
+}
+
+// serverProc is `flyfs server` running as a child process, ready for writes.
+type serverProc struct {
+	*proc
+	work, bin, mgmtd, tokenFile string
+}
+
+// startServerProc builds flyfs and runs `flyfs server` as a child process,
+// waiting until it takes a write.
+func startServerProc(t *testing.T) *serverProc {
+	t.Helper()
+	work, err := os.MkdirTemp("", "flyfs-procs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(work) }) // after the processes' cleanups print their logs
+	bin := filepath.Join(work, "flyfs")
+	build := exec.Command("go", "build", "-o", bin, "github.com/flyfs/flyfs/cmd/flyfs")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build flyfs: %v\n%s", err, out)
+	}
+	mgmtd, err := cluster.ReservePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	metad, err := cluster.ReservePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startProc(t, filepath.Join(work, "server.log"), bin, "server", "--data", filepath.Join(work, "data"),
+		"--mgmtd-addr", mgmtd, "--metad-addr", metad, "--chains", "4", "--no-sync")
+	waitFor(t, 30*time.Second, "flyfs server to listen", func() bool {
+		c, err := net.Dial("tcp", metad)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil || srv.cmd.ProcessState != nil
+	})
+
+	// Ready when a file can be written and closed (metad settles lengths
+	// with storage, which joins a moment after metad listens).
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tokenFile := filepath.Join(work, "data", cluster.TokenFile)
+	token, err := cluster.ReadToken(tokenFile)
+	if err != nil {
+		t.Fatalf("the server's token: %v\n%s", err, srv.output())
+	}
+	cl, err := client.Dial(ctx, client.Config{Mgmtd: []string{mgmtd}, Token: token})
+	if err != nil {
+		t.Fatalf("dial the server: %v\n%s", err, srv.output())
+	}
+	waitFor(t, 30*time.Second, "the server to take a write", func() bool {
+		f, err := cl.Create(ctx, "/ready", 0o644)
+		if err != nil {
+			return false
+		}
+		f.WriteAt([]byte("x"), 0)
+		return f.Close() == nil
+	})
+	cl.Close()
+
+	return &serverProc{proc: srv, work: work, bin: bin, mgmtd: mgmtd, tokenFile: tokenFile}
+}
+
+// startMountProc runs `flyfs mount` of srv at a new directory under its
+// work directory, with args added, and waits until it is mounted.
+func startMountProc(t *testing.T, srv *serverProc, name string, args ...string) (string, *proc) {
+	t.Helper()
+	dir := filepath.Join(srv.work, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Runs after the process cleanup: a mount process killed on a failure
+	// leaves its mount behind, dead; take it away.
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	args = append([]string{"mount", "--mgmtd", srv.mgmtd, "--token-file", srv.tokenFile}, append(args, dir)...)
+	p := startProc(t, filepath.Join(srv.work, name+".log"), srv.bin, args...)
+	waitFor(t, 30*time.Second, "mount "+dir, func() bool {
+		if p.cmd.ProcessState != nil {
+			t.Fatalf("flyfs mount exited: %s", p.output())
+		}
+		return isMounted(dir)
+	})
+	return dir, p
 }

@@ -275,7 +275,7 @@ func (h *handle) closeSession(ctx context.Context, f *fileSystem) error {
 
 func (f *fileSystem) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 	if isVirt(in.NodeId) {
-		return fuse.EACCES
+		return f.virtOpen(in, out)
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
@@ -391,6 +391,9 @@ func (f *fileSystem) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string
 }
 
 func (f *fileSystem) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	if isVirt(in.Fh) {
+		return f.virtRead(in)
+	}
 	h := f.handle(in.Fh)
 	if h == nil {
 		return nil, fuse.EBADF
@@ -485,6 +488,10 @@ func (f *fileSystem) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status
 }
 
 func (f *fileSystem) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	if isVirt(in.Fh) {
+		f.virtRelease(in.Fh)
+		return
+	}
 	f.releaseFlock(cancel, in)
 	h := f.handle(in.Fh)
 	if h == nil {

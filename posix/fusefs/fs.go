@@ -33,14 +33,17 @@ type fileSystem struct {
 	base context.Context
 	stop context.CancelFunc
 
-	mu      sync.Mutex
-	nextFH  uint64
-	files   map[uint64]*handle    // open files by handle id
-	opened  map[uint64]*openInode // open files by inode
-	dirs    map[uint64]*dirHandle // open directories by handle id
-	seenGen map[uint64]genSeen    // what the page cache of an inode holds
-	locked  map[uint64]bool       // files this mount took fcntl locks on (locks.go)
-	native  *native.Daemon
+	mu     sync.Mutex
+	nextFH uint64
+	files  map[uint64]*handle // open files by handle id
+	// virtFiles are the open /.flyfs/cache files (handle ids with virtBit),
+	// each its snapshot.
+	virtFiles map[uint64][]byte
+	opened    map[uint64]*openInode // open files by inode
+	dirs      map[uint64]*dirHandle // open directories by handle id
+	seenGen   map[uint64]genSeen    // what the page cache of an inode holds
+	locked    map[uint64]bool       // files this mount took fcntl locks on (locks.go)
+	native    *native.Daemon
 }
 
 type genSeen struct{ gen, length uint64 }
@@ -55,6 +58,7 @@ func newFileSystem(fs *client.FS, opts Options) *fileSystem {
 		base:          base,
 		stop:          stop,
 		files:         map[uint64]*handle{},
+		virtFiles:     map[uint64][]byte{},
 		opened:        map[uint64]*openInode{},
 		dirs:          map[uint64]*dirHandle{},
 		seenGen:       map[uint64]genSeen{},

@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"context"
+	"encoding/json"
 	"sort"
 	"syscall"
 	"time"
@@ -20,6 +21,11 @@ import (
 const (
 	virtBit   = 1 << 63
 	virtDirID = virtBit
+	// virtCacheID is /.flyfs/cache, a read-only file of the mount's cache
+	// counters in JSON (flyfs admin cache stats reads it). Registrations'
+	// ids (virtBit | a sequence number) never reach its bit.
+	virtCacheID   = virtBit | 1<<62
+	virtCacheName = "cache"
 )
 
 func isVirt(id uint64) bool { return id&virtBit != 0 }
@@ -28,6 +34,11 @@ var mountTime = time.Now()
 
 func virtDirAttr(a *fuse.Attr) {
 	*a = fuse.Attr{Ino: virtDirID, Mode: syscall.S_IFDIR | 01777, Nlink: 2, Size: 4096, Blksize: 4096}
+	a.SetTimes(&mountTime, &mountTime, &mountTime)
+}
+
+func virtCacheAttr(a *fuse.Attr) {
+	*a = fuse.Attr{Ino: virtCacheID, Mode: syscall.S_IFREG | 0o444, Nlink: 1, Blksize: 4096}
 	a.SetTimes(&mountTime, &mountTime, &mountTime)
 }
 
@@ -56,6 +67,10 @@ func (f *fileSystem) virtLookup(parent uint64, name string, out *fuse.EntryOut) 
 		out.SetEntryTimeout(f.opts.EntryTimeout)
 		out.SetAttrTimeout(f.opts.AttrTimeout)
 		return fuse.OK, true
+	case parent == virtDirID && name == virtCacheName:
+		*out = fuse.EntryOut{NodeId: virtCacheID, Generation: 1}
+		virtCacheAttr(&out.Attr)
+		return fuse.OK, true
 	case parent == virtDirID:
 		e, ok := f.native.Lookup(name)
 		if !ok {
@@ -76,6 +91,9 @@ func (f *fileSystem) virtGetAttr(id uint64, out *fuse.AttrOut) (fuse.Status, boo
 	case id == virtDirID:
 		virtDirAttr(&out.Attr)
 		out.SetTimeout(f.opts.AttrTimeout)
+		return fuse.OK, true
+	case id == virtCacheID:
+		virtCacheAttr(&out.Attr)
 		return fuse.OK, true
 	case isVirt(id):
 		e, ok := f.virtEntry(id)
@@ -108,6 +126,9 @@ func (f *fileSystem) virtSymlink(h *fuse.InHeader, target, name string, out *fus
 }
 
 func (f *fileSystem) virtUnlink(h *fuse.InHeader, name string) fuse.Status {
+	if name == virtCacheName {
+		return fuse.EPERM
+	}
 	e, ok := f.native.Lookup(name)
 	if !ok {
 		return fuse.ENOENT
@@ -129,15 +150,70 @@ func (f *fileSystem) virtReadlink(id uint64) ([]byte, fuse.Status) {
 func (f *fileSystem) virtEntries() []metaapi.DirEntry {
 	list := f.native.List()
 	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
-	out := make([]metaapi.DirEntry, len(list))
-	for i, e := range list {
-		out[i] = metaapi.DirEntry{Name: e.Name, Ino: virtBit | e.Seq, Type: metaapi.TypeSymlink}
+	out := []metaapi.DirEntry{{Name: virtCacheName, Ino: virtCacheID, Type: metaapi.TypeFile}}
+	for _, e := range list {
+		out = append(out, metaapi.DirEntry{Name: e.Name, Ino: virtBit | e.Seq, Type: metaapi.TypeSymlink})
 	}
 	return out
 }
 
+// virtOpen opens /.flyfs/cache: the counters as they are now, read whole
+// or in pieces from this snapshot (direct I/O: the size is not known
+// ahead).
+func (f *fileSystem) virtOpen(in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	if in.NodeId != virtCacheID || isWrite(in.Flags) {
+		return fuse.EACCES
+	}
+	data, err := json.MarshalIndent(f.fs.CacheStats(), "", "  ")
+	if err != nil {
+		return fuse.EIO
+	}
+	f.mu.Lock()
+	f.nextFH++
+	fh := virtBit | f.nextFH
+	f.virtFiles[fh] = append(data, '\n')
+	f.mu.Unlock()
+	out.Fh, out.OpenFlags = fh, fuse.FOPEN_DIRECT_IO
+	return fuse.OK
+}
+
+func (f *fileSystem) virtRead(in *fuse.ReadIn) (fuse.ReadResult, fuse.Status) {
+	f.mu.Lock()
+	data, ok := f.virtFiles[in.Fh]
+	f.mu.Unlock()
+	if !ok {
+		return nil, fuse.EBADF
+	}
+	if in.Offset >= uint64(len(data)) {
+		return fuse.ReadResultData(nil), fuse.OK
+	}
+	data = data[in.Offset:]
+	return fuse.ReadResultData(data[:min(len(data), int(in.Size))]), fuse.OK
+}
+
+func (f *fileSystem) virtRelease(fh uint64) {
+	f.mu.Lock()
+	delete(f.virtFiles, fh)
+	f.mu.Unlock()
+}
+
 // nativeBackend does the native API's IOs on this mount's open files.
 type nativeBackend struct{ f *fileSystem }
+
+// Prefetch fills the mount's cache with a range of an open file.
+func (b nativeBackend) Prefetch(ctx context.Context, ino uint64, off, n int64) (int64, error) {
+	if oi := b.f.openOf(ino); oi != nil {
+		oi.q.wait()
+	}
+	file, err := b.f.readerFor(ctx, ino)
+	if err != nil {
+		return 0, err
+	}
+	if file == nil {
+		return 0, syscall.EBADF
+	}
+	return file.Prefetch(ctx, off, n)
+}
 
 func (b nativeBackend) ReadAt(ctx context.Context, ino uint64, p []byte, off int64) (int, error) {
 	if oi := b.f.openOf(ino); oi != nil {

@@ -150,9 +150,25 @@ func (r *Ring) PrepWrite(iov *Iov, bufOff, n int, f File, fileOff int64, userdat
 	return r.prep(OpWrite, iov, bufOff, n, f, fileOff, userdata)
 }
 
+// PrepPrefetch queues a fill of the mount's cache with n bytes at fileOff
+// of f (a data loader warming what it reads next). Its completion's result
+// is the bytes fetched from storage; the rest of the range (cut at the
+// file's end) was cached already. A mount without a cache fails it with
+// -EOPNOTSUPP.
+func (r *Ring) PrepPrefetch(f File, fileOff int64, n int, userdata uint64) error {
+	return r.prep(OpPrefetch, nil, 0, n, f, fileOff, userdata)
+}
+
 func (r *Ring) prep(op uint8, iov *Iov, bufOff, n int, f File, fileOff int64, userdata uint64) error {
-	if bufOff < 0 || n < 0 || n > maxIOLen || bufOff+n > len(iov.Buf) || fileOff < 0 {
-		return fmt.Errorf("native: io [%d,+%d) outside the %d-byte buffer or negative file offset: %w", bufOff, n, len(iov.Buf), syscall.EINVAL)
+	var id ID
+	if iov != nil {
+		if bufOff < 0 || bufOff+n > len(iov.Buf) {
+			return fmt.Errorf("native: io [%d,+%d) outside the %d-byte buffer: %w", bufOff, n, len(iov.Buf), syscall.EINVAL)
+		}
+		id = iov.ID
+	}
+	if n < 0 || n > maxIOLen || fileOff < 0 {
+		return fmt.Errorf("native: io of %d bytes at file offset %d: %w", n, fileOff, syscall.EINVAL)
 	}
 	r.pmu.Lock()
 	defer r.pmu.Unlock()
@@ -162,7 +178,7 @@ func (r *Ring) prep(op uint8, iov *Iov, bufOff, n int, f File, fileOff int64, us
 	if r.tail-reaped >= r.entries {
 		return ErrRingFull
 	}
-	putSQE(r.r.sqeAt(r.tail), sqe{op: op, length: uint32(n), ino: f.Ino, fileOff: uint64(fileOff), iovOff: uint64(bufOff), userdata: userdata, iov: iov.ID})
+	putSQE(r.r.sqeAt(r.tail), sqe{op: op, length: uint32(n), ino: f.Ino, fileOff: uint64(fileOff), iovOff: uint64(bufOff), userdata: userdata, iov: id})
 	r.tail++
 	// The daemon polls the tail, so publishing right away lets it start
 	// early; Submit only wakes it if it sleeps.

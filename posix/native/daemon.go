@@ -29,6 +29,15 @@ type Backend interface {
 	Access(ctx context.Context, ino uint64, uid, gid uint32, write bool) error
 }
 
+// PrefetchBackend is a Backend with a cache to fill (OpPrefetch); without
+// one, OpPrefetch fails with EOPNOTSUPP.
+type PrefetchBackend interface {
+	Backend
+	// Prefetch fills the cache with [off, off+n) of the inode and returns
+	// the bytes it fetched.
+	Prefetch(ctx context.Context, ino uint64, off, n int64) (int64, error)
+}
+
 // Caller is who registered a buffer or a ring (from the FUSE request).
 type Caller struct {
 	UID, GID uint32
@@ -371,6 +380,9 @@ func (d *Daemon) serve(rr *ringReg) {
 func (d *Daemon) do(rr *ringReg, s sqe) int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), d.opTimeout)
 	defer cancel()
+	if s.op == OpPrefetch {
+		return d.prefetch(ctx, rr, s)
+	}
 	buf, release, res := d.prepare(ctx, rr, s)
 	if release == nil {
 		return res
@@ -392,6 +404,44 @@ func (d *Daemon) do(rr *ringReg, s sqe) int64 {
 	return int64(n)
 }
 
+// prefetch runs one OpPrefetch: the owner must be allowed to read the file.
+func (d *Daemon) prefetch(ctx context.Context, rr *ringReg, s sqe) int64 {
+	pb, ok := d.b.(PrefetchBackend)
+	if !ok {
+		return -int64(syscall.EOPNOTSUPP)
+	}
+	if s.length > maxIOLen || s.fileOff > 1<<62 {
+		return -int64(syscall.EINVAL)
+	}
+	if errno := d.checkAccess(ctx, rr, s.ino, false); errno != 0 {
+		return -int64(errno)
+	}
+	n, err := pb.Prefetch(ctx, s.ino, int64(s.fileOff), int64(s.length))
+	if err != nil {
+		return -int64(errnoOf(err))
+	}
+	return n
+}
+
+// checkAccess checks, once per ring and inode, that the ring's owner may
+// read (or write) the inode; 0 if so, else the errno.
+func (d *Daemon) checkAccess(ctx context.Context, rr *ringReg, ino uint64, write bool) syscall.Errno {
+	key := accessKey{ino, write}
+	if v, ok := rr.access.Load(key); ok {
+		if v != nil {
+			return errnoOf(v.(error))
+		}
+		return 0
+	}
+	err := d.b.Access(ctx, ino, rr.UID, rr.GID, write)
+	if err != nil {
+		rr.access.Store(key, err)
+		return errnoOf(err)
+	}
+	rr.access.Store(key, nil)
+	return 0
+}
+
 // prepare checks one IO (op, bounds, access, buffer) and returns the
 // buffer it reads into or writes from, with release to call after the IO;
 // release is nil when the IO fails here, with res its -errno.
@@ -405,19 +455,8 @@ func (d *Daemon) prepare(ctx context.Context, rr *ringReg, s sqe) (buf []byte, r
 	if s.fileOff > 1<<62 {
 		return nil, nil, -int64(syscall.EINVAL)
 	}
-	write := s.op == OpWrite
-	key := accessKey{s.ino, write}
-	if v, ok := rr.access.Load(key); ok {
-		if v != nil {
-			return nil, nil, -int64(errnoOf(v.(error)))
-		}
-	} else {
-		err := d.b.Access(ctx, s.ino, rr.UID, rr.GID, write)
-		if err != nil {
-			rr.access.Store(key, err)
-			return nil, nil, -int64(errnoOf(err))
-		}
-		rr.access.Store(key, nil)
+	if errno := d.checkAccess(ctx, rr, s.ino, s.op == OpWrite); errno != 0 {
+		return nil, nil, -int64(errno)
 	}
 	d.mu.RLock()
 	iov, ok := d.iovs[s.iov]

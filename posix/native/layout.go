@@ -53,7 +53,7 @@ const (
 
 	// SQE: 64 bytes.
 	sqeSize      = 64
-	sqeOp        = 0  // u8: OpRead / OpWrite
+	sqeOp        = 0  // u8: OpRead / OpWrite / OpPrefetch
 	sqeLen       = 4  // u32
 	sqeIno       = 8  // u64: inode number (st_ino) of a file open through the mount
 	sqeFileOff   = 16 // u64
@@ -77,6 +77,10 @@ const (
 const (
 	OpRead  = 1
 	OpWrite = 2
+	// OpPrefetch fills the mount's cache with [file offset, +len) of the
+	// file; no buffer. Its result is the bytes fetched from storage (the
+	// rest of the range, cut at the file's end, was cached already).
+	OpPrefetch = 3
 )
 
 // RingSize is the size in bytes of a ring with the given entries.

@@ -238,6 +238,7 @@ func TestRingErrors(t *testing.T) {
 	}
 	check("file not open", syscall.EBADF, func() error { return ring.PrepRead(iov, 0, 10, File{99}, 0, 0) })
 	check("no access", syscall.EACCES, func() error { return ring.PrepWrite(iov, 0, 10, File{8}, 0, 0) })
+	check("prefetch without a cache", syscall.EOPNOTSUPP, func() error { return ring.PrepPrefetch(File{7}, 0, 10, 0) })
 	// A buffer deregistered after preparing: the daemon refuses the IO.
 	ghost := &Iov{ID: newID(), Buf: iov.Buf}
 	check("unknown buffer", syscall.EBADF, func() error { return ring.PrepRead(ghost, 0, 10, File{7}, 0, 0) })
@@ -282,5 +283,68 @@ func TestRingErrors(t *testing.T) {
 	}
 	if _, err := ring.Wait(cq, 1, 10*time.Second); !errors.Is(err, ErrDetached) {
 		t.Fatalf("wait on a detached ring: %v, want ErrDetached", err)
+	}
+}
+
+// cachingBackend is a fileBackend with a cache: Prefetch records what it
+// was asked and answers that half the range was fetched.
+type cachingBackend struct {
+	*fileBackend
+	amu   sync.Mutex
+	asked []int64
+}
+
+func (b *cachingBackend) Prefetch(ctx context.Context, ino uint64, off, n int64) (int64, error) {
+	if _, err := b.file(ino); err != nil {
+		return 0, err
+	}
+	b.amu.Lock()
+	defer b.amu.Unlock()
+	b.asked = append(b.asked, off, n)
+	return n / 2, nil
+}
+
+func TestRingPrefetch(t *testing.T) {
+	if _, err := os.Stat(ShmDir); err != nil {
+		t.Skip("no /dev/shm")
+	}
+	b := &cachingBackend{fileBackend: &fileBackend{files: map[uint64]*os.File{7: nil, 8: nil}, denied: map[uint64]bool{8: true}}}
+	d := NewDaemon(b, 5*time.Second, nil)
+	defer d.Close()
+	mnt := withDaemon(t, d)
+	ring, err := NewRing(mnt, 8, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ring.Close()
+	for i, c := range []struct {
+		name string
+		f    File
+		want int64
+	}{
+		{"fetched", File{7}, 1 << 19},
+		{"no read access", File{8}, -int64(syscall.EACCES)},
+		{"not open", File{9}, -int64(syscall.EBADF)},
+	} {
+		if err := ring.PrepPrefetch(c.f, 4096, 1<<20, uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+		ring.Submit()
+		var cq [1]Completion
+		if n, err := ring.Wait(cq[:], 1, 10*time.Second); err != nil || n != 1 {
+			t.Fatalf("%s: wait %d, %v", c.name, n, err)
+		}
+		if cq[0].Result != c.want || cq[0].Userdata != uint64(i) {
+			t.Fatalf("%s: %+v, want result %d", c.name, cq[0], c.want)
+		}
+	}
+	b.amu.Lock()
+	asked := b.asked
+	b.amu.Unlock()
+	if len(asked) != 2 || asked[0] != 4096 || asked[1] != 1<<20 {
+		t.Fatalf("the backend was asked %v", asked)
+	}
+	if err := ring.PrepPrefetch(File{7}, 0, 65<<20, 0); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("a prefetch past the largest IO: %v", err)
 	}
 }
