@@ -549,3 +549,50 @@ func TestKeysAPI(t *testing.T) {
 		t.Errorf("overview with no mgmtd: %d %q", st, code)
 	}
 }
+
+// TestOverviewClientCache: a client with a cache reports its tiers through
+// its registration, and the overview shows them beside the client.
+func TestOverviewClientCache(t *testing.T) {
+	c := startFS(t)
+	r := fsRig(t, c, false)
+	b := r.browser()
+	b.signIn(r.admin)
+	ctx := context.Background()
+	f, err := r.fs.Create(ctx, "/f", 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(bytes.Repeat([]byte("x"), 300_000), 0)
+	f.Close()
+	cached, err := c.Dial("cached")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cached.Close()
+	cached.SetMemoryCache(8 << 20)
+	for range 2 {
+		g, err := cached.Open(ctx, "/f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.ReadAt(make([]byte, 300_000), 0)
+		g.Close()
+	}
+	var o overviewJSON
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		b.must("GET", "/api/overview", nil, &o)
+		for _, s := range o.Services {
+			if s.Kind == "client" && s.Cache != nil && s.Cache.Memory.Hits > 0 {
+				if s.Cache.Memory.CapacityBytes != 8<<20 || s.Cache.Memory.UsedBytes != 300_000 || s.Cache.Disk.CapacityBytes != 0 {
+					t.Fatalf("the client's cache: %+v", *s.Cache)
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no client with cache hits in %+v", o.Services)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}

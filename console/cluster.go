@@ -172,6 +172,34 @@ type serviceJSON struct {
 	Addr     string     `json:"addr"`
 	Alive    bool       `json:"alive"`
 	LastSeen *time.Time `json:"lastSeen"`
+	// Cache is a client's cache tiers as it last reported them (absent:
+	// no cache).
+	Cache *cacheJSON `json:"cache,omitempty"`
+}
+
+type cacheJSON struct {
+	Memory cacheTierJSON `json:"memory"`
+	Disk   cacheTierJSON `json:"disk"`
+}
+
+// cacheTierJSON is one tier (capacityBytes 0: the tier is off).
+type cacheTierJSON struct {
+	CapacityBytes int64  `json:"capacityBytes"`
+	UsedBytes     int64  `json:"usedBytes"`
+	Hits          uint64 `json:"hits"`
+	Misses        uint64 `json:"misses"`
+	Evictions     uint64 `json:"evictions"`
+	Corrupt       uint64 `json:"corrupt"`
+}
+
+func cacheOf(r *mgmtdapi.CacheReport) *cacheJSON {
+	if r == nil {
+		return nil
+	}
+	tier := func(t mgmtdapi.CacheTier) cacheTierJSON {
+		return cacheTierJSON{CapacityBytes: t.Capacity, UsedBytes: t.Used, Hits: t.Hits, Misses: t.Misses, Evictions: t.Evictions, Corrupt: t.Corrupt}
+	}
+	return &cacheJSON{Memory: tier(r.Memory), Disk: tier(r.Disk)}
 }
 
 func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
@@ -303,7 +331,7 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 	metads := 0
 	if svcs, err := c.mgmtd.Services(ctx, ""); err == nil {
 		for _, s := range svcs.Services {
-			sj := serviceJSON{Kind: s.Kind, ID: s.ID, Addr: s.Addr, Alive: s.Alive}
+			sj := serviceJSON{Kind: s.Kind, ID: s.ID, Addr: s.Addr, Alive: s.Alive, Cache: cacheOf(s.Cache)}
 			if s.LastSeen != 0 {
 				t := time.Unix(0, s.LastSeen).UTC()
 				sj.LastSeen = &t

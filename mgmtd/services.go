@@ -20,6 +20,7 @@ type serviceState struct {
 	addr     string
 	last     time.Time // monotonic
 	lastWall int64
+	cache    *mgmtdapi.CacheReport // a client's, as it last reported
 }
 
 // serviceTTL is how long a silent service still counts as alive.
@@ -45,7 +46,7 @@ func (s *Server) handleRegister(ctx context.Context, req *mgmtdapi.RegisterReq, 
 		st = &serviceState{}
 		t.services[k] = st
 	}
-	st.addr, st.last, st.lastWall = req.Addr, now, now.UnixNano()
+	st.addr, st.last, st.lastWall, st.cache = req.Addr, now, now.UnixNano(), req.Cache
 	s.mu.Unlock()
 	return &mgmtdapi.RegisterResp{TTLMillis: uint64(s.serviceTTL() / time.Millisecond)}, nil, nil
 }
@@ -71,7 +72,7 @@ func (s *Server) handleListServices(ctx context.Context, req *mgmtdapi.ListServi
 		if req.Kind != "" && k[0] != req.Kind {
 			continue
 		}
-		resp.Services = append(resp.Services, mgmtdapi.ServiceStatus{Kind: k[0], ID: k[1], Addr: st.addr, LastSeen: st.lastWall, Alive: age <= ttl})
+		resp.Services = append(resp.Services, mgmtdapi.ServiceStatus{Kind: k[0], ID: k[1], Addr: st.addr, LastSeen: st.lastWall, Alive: age <= ttl, Cache: st.cache})
 	}
 	s.mu.Unlock()
 	sort.Slice(resp.Services, func(i, j int) bool {

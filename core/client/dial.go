@@ -83,7 +83,7 @@ func Dial(ctx context.Context, cfg Config) (*FS, error) {
 	done := make(chan struct{}, 2)
 	go func() {
 		defer func() { done <- struct{}{} }()
-		src.Mgmtd().KeepRegistered(bg, mgmtdapi.KindClient, strconv.FormatUint(fs.clientID, 16), "", cfg.Logger)
+		src.Mgmtd().keepRegistered(bg, mgmtdapi.KindClient, strconv.FormatUint(fs.clientID, 16), "", fs.cacheReport, cfg.Logger)
 	}()
 	go func() {
 		defer func() { done <- struct{}{} }()

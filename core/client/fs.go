@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/metaapi"
+	"github.com/flyfs/flyfs/core/api/mgmtdapi"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
 )
@@ -89,6 +90,20 @@ func (fs *FS) SetCache(ctx context.Context, cfg CacheConfig) error {
 // SetMemoryCache gives the client a memory cache of up to bytes (0: none).
 func (fs *FS) SetMemoryCache(bytes int64) {
 	fs.SetCache(context.Background(), CacheConfig{Memory: bytes}) // no disk tier: cannot fail
+}
+
+// cacheReport is the cache's counters for mgmtd's registry (the console's
+// client view); nil without a cache.
+func (fs *FS) cacheReport() *mgmtdapi.CacheReport {
+	c := fs.blocks.Load()
+	if c == nil {
+		return nil
+	}
+	s := c.stats()
+	tier := func(t TierStats) mgmtdapi.CacheTier {
+		return mgmtdapi.CacheTier{Capacity: t.Capacity, Used: t.Used, Hits: t.Hits, Misses: t.Misses, Evictions: t.Evictions, Corrupt: t.Corrupt}
+	}
+	return &mgmtdapi.CacheReport{Memory: tier(s.Memory), Disk: tier(s.Disk)}
 }
 
 // SyncCache waits until the blocks fetched so far are in the disk tier

@@ -310,6 +310,25 @@ type RegisterReq struct {
 	Kind string `cbor:"1,keyasint"`
 	ID   string `cbor:"2,keyasint"`
 	Addr string `cbor:"3,keyasint,omitempty"`
+	// Cache is a client's cache counters, for the console's client view
+	// (nil: no cache, or not a client).
+	Cache *CacheReport `cbor:"4,keyasint,omitempty"`
+}
+
+// CacheReport is what a client's cache tiers hold and did.
+type CacheReport struct {
+	Memory CacheTier `cbor:"1,keyasint"`
+	Disk   CacheTier `cbor:"2,keyasint"`
+}
+
+// CacheTier is one tier's counters (Capacity 0: the tier is off).
+type CacheTier struct {
+	Capacity  int64  `cbor:"1,keyasint,omitempty"`
+	Used      int64  `cbor:"2,keyasint,omitempty"`
+	Hits      uint64 `cbor:"3,keyasint,omitempty"`
+	Misses    uint64 `cbor:"4,keyasint,omitempty"`
+	Evictions uint64 `cbor:"5,keyasint,omitempty"`
+	Corrupt   uint64 `cbor:"6,keyasint,omitempty"`
 }
 
 // RegisterResp gives the TTL after which a silent service counts as gone.
@@ -329,6 +348,8 @@ type ServiceStatus struct {
 	Addr     string `cbor:"3,keyasint,omitempty"`
 	LastSeen int64  `cbor:"4,keyasint"` // unix ns
 	Alive    bool   `cbor:"5,keyasint,omitempty"`
+	// Cache is the last cache report of a client (nil: none).
+	Cache *CacheReport `cbor:"6,keyasint,omitempty"`
 }
 
 // ListServicesResp lists services. Complete is false while the primary is

@@ -61,12 +61,12 @@ export function overviewPage(root) {
 
     const rows = [];
     for (const m of o.mgmtds) rows.push(h('tr', {}, h('td', {}, 'mgmtd'), h('td', {}, m.id), h('td', { class: 'mono' }, m.addr), h('td', {}, badge('alive', m.primary ? 'primary' : 'standby')), h('td', {}, '–'), h('td', {}, '')));
-    for (const s of o.services || []) rows.push(h('tr', {}, h('td', {}, s.kind), h('td', {}, s.id), h('td', { class: 'mono' }, s.addr || '–'), h('td', {}, badge(s.alive ? 'alive' : 'failed', s.alive ? 'alive' : 'gone')), h('td', {}, fmtAgo(s.lastSeen)), h('td', {}, '')));
+    for (const s of o.services || []) rows.push(h('tr', {}, h('td', {}, s.kind), h('td', {}, s.id), h('td', { class: 'mono' }, s.addr || '–'), h('td', {}, badge(s.alive ? 'alive' : 'failed', s.alive ? 'alive' : 'gone')), h('td', {}, fmtAgo(s.lastSeen)), h('td', { class: 'muted' }, cacheText(s.cache))));
     for (const n of o.storage) rows.push(h('tr', { class: n.state === 'alive' ? '' : 'degraded' },
       h('td', {}, 'storaged'), h('td', {}, 'node ' + n.node), h('td', { class: 'mono' }, n.addr || '–'), h('td', {}, badge(n.state === 'alive' ? 'alive' : 'failed', n.state)),
       h('td', {}, fmtAgo(n.lastHeartbeat)), h('td', { class: 'muted' }, n.targets.map(t => `${t.target} ${t.local}`).join(', '))));
     replace(services, h('div', { class: 'table-wrap' }, h('table', { id: 'services' },
-      h('thead', {}, h('tr', {}, ['Service', 'ID', 'Address', 'State', 'Last heartbeat', 'Targets'].map(t => h('th', {}, t)))),
+      h('thead', {}, h('tr', {}, ['Service', 'ID', 'Address', 'State', 'Last heartbeat', 'Targets, cache'].map(t => h('th', {}, t)))),
       h('tbody', {}, rows))));
 
     // Free space and size are the file system's: disks sharing one show
@@ -130,4 +130,18 @@ function capacityStat(cap) {
 
 function stat(label, value, sub) {
   return h('div', { class: 'card stat' }, h('div', { class: 'label' }, label), h('div', { class: 'value' }, value), h('div', { class: 'muted' }, sub));
+}
+
+// cacheText sums up a client's cache tiers: held of capacity and hit ratio.
+function cacheText(c) {
+  if (!c) return '';
+  const tiers = [];
+  for (const [name, t] of [['memory', c.memory], ['disk', c.disk]]) {
+    if (!t || !t.capacityBytes) continue;
+    const looked = t.hits + t.misses;
+    const ratio = looked ? ` · ${(100 * t.hits / looked).toFixed(1)}% hits` : '';
+    const bad = t.corrupt ? ` · ${t.corrupt} corrupt` : '';
+    tiers.push(`${name} cache ${fmtBytes(t.usedBytes)} of ${fmtBytes(t.capacityBytes)}${ratio}${bad}`);
+  }
+  return tiers.join('; ');
 }
