@@ -123,17 +123,23 @@ func (c *blockCache) withDisk(d *diskTier) *blockCache {
 
 // get returns the block's data (never to be modified) if a tier holds it
 // intact; a disk hit is brought into memory.
-func (c *blockCache) get(k blockKey) ([]byte, bool) {
+func (c *blockCache) get(k blockKey) ([]byte, bool) { return c.getInto(k, nil) }
+
+// getInto is get that, without a memory tier, reads a disk hit into dst
+// when dst is long enough (the caller's buffer, where the block goes): no
+// copy of the caller's own. dst may hold garbage after a miss.
+func (c *blockCache) getInto(k blockKey, dst []byte) ([]byte, bool) {
 	if c.max > 0 {
 		if data, ok := c.getMem(k); ok {
 			return data, true
 		}
+		dst = nil // the memory tier keeps what the disk tier returns
 	}
 	if c.disk == nil {
 		return nil, false
 	}
 	stamp := c.begin()
-	data, ok := c.disk.get(k, c.now())
+	data, ok := c.disk.get(k, c.now(), dst)
 	if ok && c.max > 0 {
 		c.mu.Lock()
 		if c.currentLocked(k.ino, stamp) {

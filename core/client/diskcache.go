@@ -72,8 +72,9 @@ type diskRegion struct {
 	f    *os.File // nil when closed (at most maxOpenFiles are open)
 	// rf is the file opened again for random reads (POSIX_FADV_RANDOM): a
 	// block read out of order through f would bring the device's whole
-	// readahead (often MiBs) in with it. next is the block after the last
-	// one read: reading it goes through f, with readahead.
+	// readahead (often MiBs) in with it. next is the block after the
+	// furthest one read: a block near it (a sequential reader's requests
+	// arrive a few at a time, in any order) goes through f, with readahead.
 	rf    *os.File
 	next  int
 	lens  [regionBlocks]uint32
@@ -335,6 +336,10 @@ func (d *diskTier) liveLocked(k regionKey, now time.Time) *diskRegion {
 	return r
 }
 
+// seqBehind and seqAhead bound "near" the next block of a sequential
+// stream, in blocks.
+const seqBehind, seqAhead = 8, 8
+
 func split(k blockKey) (regionKey, int) {
 	return regionKey{k.ino, k.gen, k.index / regionBlocks}, int(k.index % regionBlocks)
 }
@@ -342,8 +347,10 @@ func split(k blockKey) (regionKey, int) {
 func blockAt(i int) int64 { return regionHeader + int64(i)*CacheBlock }
 
 // get returns the block if it is held and intact; a block that fails its
-// checksum (or cannot be read whole) is dropped and counted.
-func (d *diskTier) get(k blockKey, now time.Time) ([]byte, bool) {
+// checksum (or cannot be read whole) is dropped and counted. The block is
+// read into dst when it is long enough (dst may hold garbage after a miss),
+// else into a buffer of its own.
+func (d *diskTier) get(k blockKey, now time.Time, dst []byte) ([]byte, bool) {
 	rk, i := split(k)
 	d.mu.Lock()
 	r := d.liveLocked(rk, now)
@@ -354,17 +361,24 @@ func (d *diskTier) get(k blockKey, now time.Time) ([]byte, bool) {
 	}
 	n, sum := r.lens[i], r.sums[i]
 	f, err := d.fileLocked(r)
-	if err == nil && i != r.next && r.rf != nil {
-		f = r.rf // not the block after the last one read: no readahead
+	if err == nil && (i+seqBehind < r.next || i > r.next+seqAhead) && r.rf != nil {
+		f = r.rf // far from where the last reads were: no readahead
 	}
-	r.next = i + 1
+	r.next = max(r.next, i+1)
+	if i+1 < r.next-seqBehind {
+		r.next = i + 1 // a jump back: a new stream
+	}
 	d.lru.MoveToFront(r.elem)
 	d.mu.Unlock()
 	if err != nil {
 		d.misses.Add(1)
 		return nil, false
 	}
-	data := make([]byte, n)
+	data := dst
+	if len(data) < int(n) {
+		data = make([]byte, n)
+	}
+	data = data[:n]
 	_, err = f.ReadAt(data, blockAt(i))
 	if errors.Is(err, os.ErrClosed) {
 		d.misses.Add(1) // evicted meanwhile

@@ -194,12 +194,19 @@ func (f *File) readCached(ctx context.Context, c *blockCache, p []byte, off, siz
 	first, last := off/CacheBlock, (off+uint64(len(p))-1)/CacheBlock
 	var missing []uint64
 	for b := first; b <= last; b++ {
-		data, ok := c.get(blockKey{in.ID, in.Gen, b})
-		if !ok || uint64(len(data)) < min((b+1)*CacheBlock, size)-b*CacheBlock {
+		lo, hi := b*CacheBlock, min((b+1)*CacheBlock, size)
+		var dst []byte
+		if lo >= off && hi <= off+uint64(len(p)) {
+			dst = p[lo-off : hi-off] // the whole block lands in p
+		}
+		data, ok := c.getInto(blockKey{in.ID, in.Gen, b}, dst)
+		if !ok || uint64(len(data)) < hi-lo {
 			missing = append(missing, b) // absent, or short of a length that grew
 			continue
 		}
-		copyOverlap(p, off, data, b*CacheBlock)
+		if dst == nil || &data[0] != &dst[0] {
+			copyOverlap(p, off, data, lo)
+		}
 	}
 	for i := 0; i < len(missing); {
 		j := i
