@@ -596,3 +596,24 @@ func TestOverviewClientCache(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 }
+
+// TestHoldLastServingReplica: the console refuses to take a chain's last
+// serving replica offline (409 last_serving) unless forced with the chain's
+// id typed; a wrong id forces nothing.
+func TestHoldLastServingReplica(t *testing.T) {
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Chains: 1, Replicas: 1}})
+	r := newRig(t, rigConfig{mgmtd: c.MgmtdAddrs(), rc: c.RPCClient("console"), fs: c.FS()})
+	b := r.browser()
+	b.signIn(r.admin)
+	if st, code := b.do("POST", "/api/targets/101/offline", map[string]any{}, nil); st != http.StatusConflict || code != "last_serving" {
+		t.Fatalf("holding the last serving replica: %d %q", st, code)
+	}
+	if st, _ := b.do("POST", "/api/targets/101/offline", map[string]any{"force": true, "chain": 2}, nil); st != http.StatusBadRequest {
+		t.Fatalf("forcing with the wrong chain id: %d", st)
+	}
+	waitChains(t, b, func(p chainsJSON) bool { return p.Chains[0].Targets[0].Public == "serving" }, "target 101 still serving")
+	b.must("POST", "/api/targets/101/offline", map[string]any{"force": true, "chain": 1}, nil)
+	waitChains(t, b, func(p chainsJSON) bool { return p.Chains[0].Targets[0].Public != "serving" }, "target 101 held offline")
+	b.must("POST", "/api/targets/101/online", nil, nil)
+	waitChains(t, b, func(p chainsJSON) bool { return p.Chains[0].Targets[0].Public == "serving" }, "target 101 serving again")
+}

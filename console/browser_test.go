@@ -343,3 +343,24 @@ func TestBrowserChains(t *testing.T) {
 	b.waitJS("the lost-connection banner", `!document.getElementById('banner').hidden && document.getElementById('banner').textContent.includes('cluster')`, 20*time.Second)
 	b.shot("banner")
 }
+
+// TestBrowserLastServingHold: taking a chain's last serving replica offline
+// from the chains page is refused until the admin types the chain's id in a
+// dialog that says what stops.
+func TestBrowserLastServingHold(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium found (install the Debian package chromium): browser tests skipped")
+	}
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Chains: 1, Replicas: 1}})
+	r := newRig(t, rigConfig{mgmtd: c.MgmtdAddrs(), rc: c.RPCClient("console"), fs: c.FS()})
+	b := newTab(t, r.srv.URL)
+	b.signIn(r.admin)
+	b.goTo("#/chains")
+	b.waitJS("target 101 serving", `(() => { const e = document.querySelector('.target[data-target="101"]'); return e && e.dataset.public === 'serving'; })()`, 15*time.Second)
+	b.do("take 101 offline", chromedp.Click(chromedp.CSS(`button[data-target="101"][data-action="offline"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.waitJS("the last-replica dialog", `(() => { const d = document.getElementById('dialog'); return d.open && document.getElementById('dialog-title').textContent.includes('last serving replica of chain 1') && !!document.getElementById('force-chain'); })()`, 15*time.Second)
+	b.shot("chains-last-serving")
+	b.do("type the chain id and force", chromedp.SendKeys(chromedp.CSS("#force-chain"), "1"), chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.waitJS("target 101 held offline", `(() => { const e = document.querySelector('.target[data-target="101"]'); return e && e.dataset.public !== 'serving' && e.textContent.includes('held by an admin'); })()`, 15*time.Second)
+}

@@ -647,18 +647,63 @@ func (c *Console) handleHold(hold bool) http.HandlerFunc {
 			apiError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("%q is not a target id", r.PathValue("id")))
 			return
 		}
+		// A hold that would leave a chain with no serving replica is refused
+		// (409 last_serving); the admin forces it by typing the chain's id.
+		var body struct {
+			Force bool   `json:"force"`
+			Chain uint32 `json:"chain"`
+		}
+		if r.ContentLength != 0 && !readJSON(w, r, &body) {
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
-		resp, err := c.mgmtd.SetTargetHeld(ctx, &mgmtdapi.SetTargetHeldReq{Target: routing.TargetID(id), Held: hold})
-		if rpc.CodeOf(err) == mgmtdapi.CodeUnknownTarget {
+		target := routing.TargetID(id)
+		if hold && body.Force {
+			info, _, err := c.routingBoot(ctx)
+			if err != nil {
+				clusterDown(w, err)
+				return
+			}
+			chain := chainOfTarget(info, target)
+			if chain == nil {
+				apiError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no chain has target %d", id))
+				return
+			}
+			if routing.ChainID(body.Chain) != chain.ID {
+				apiError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("to force target %d offline, give the id of its chain (%d)", id, chain.ID))
+				return
+			}
+		}
+		resp, err := c.mgmtd.SetTargetHeld(ctx, &mgmtdapi.SetTargetHeldReq{Target: target, Held: hold, Force: hold && body.Force})
+		switch rpc.CodeOf(err) {
+		case mgmtdapi.CodeUnknownTarget:
 			apiError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no chain has target %d", id))
+			return
+		case mgmtdapi.CodeLastServing:
+			msg := err.Error()
+			var re *rpc.Error
+			if errors.As(err, &re) {
+				msg = re.Message
+			}
+			apiError(w, http.StatusConflict, "last_serving", msg)
 			return
 		}
 		if err != nil {
 			clusterDown(w, err)
 			return
 		}
-		c.log.Info("console: target hold changed", "target", id, "held", hold, "by", sessionOf(r).who.AccessKey)
+		c.log.Info("console: target hold changed", "target", id, "held", hold, "forced", hold && body.Force, "by", sessionOf(r).who.AccessKey)
 		writeJSON(w, http.StatusOK, map[string]any{"target": id, "held": hold, "routingVersion": resp.RoutingVersion})
 	}
+}
+
+// chainOfTarget is the chain that has target t (nil: none).
+func chainOfTarget(info *routing.Info, t routing.TargetID) *routing.Chain {
+	for _, c := range info.Chains {
+		if c.Index(t) >= 0 {
+			return c
+		}
+	}
+	return nil
 }

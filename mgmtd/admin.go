@@ -184,7 +184,13 @@ func (s *Server) handleSetTargetHeld(ctx context.Context, req *mgmtdapi.SetTarge
 			}
 			return t.localOf(id, now, s.cfg.HeartbeatTimeout, held)
 		}
-		if next, changed := nextChain(chain, local, t.fullFunc()); changed {
+		next, changed := nextChain(chain, local, t.fullFunc())
+		if req.Held && !req.Force && len(chain.Readable()) > 0 && len(next.Readable()) == 0 {
+			return nil, rpc.Errorf(mgmtdapi.CodeLastServing,
+				"target %d is the last serving replica of chain %d: holding it offline leaves the chain with no replica to read or write until it returns (force to do it anyway)",
+				req.Target, chain.ID)
+		}
+		if changed {
 			ch.chains = []*routing.Chain{next}
 		}
 		return ch, nil
@@ -192,7 +198,7 @@ func (s *Server) handleSetTargetHeld(ctx context.Context, req *mgmtdapi.SetTarge
 	if err != nil {
 		return nil, nil, err
 	}
-	s.log.Info("target hold changed", "target", req.Target, "held", req.Held, "routing_version", info.Version)
+	s.log.Info("target hold changed", "target", req.Target, "held", req.Held, "forced", req.Force, "routing_version", info.Version)
 	return &mgmtdapi.SetTargetHeldResp{RoutingVersion: info.Version}, nil, nil
 }
 

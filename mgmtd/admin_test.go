@@ -1,6 +1,7 @@
 package mgmtd
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -209,5 +210,32 @@ func TestListNodes(t *testing.T) {
 				t.Errorf("ListNodes on %s: %v", s.ID(), err)
 			}
 		}
+	}
+}
+
+// TestHoldLastServing: holding a chain's last serving replica offline is
+// refused, naming the chain, unless forced; holding one of several is not.
+func TestHoldLastServing(t *testing.T) {
+	c := newCluster(t, 1, timing{T: 600 * time.Millisecond, L: 150 * time.Millisecond, Boot: 200 * time.Millisecond})
+	c.setChains(map[routing.ChainID][]routing.NodeID{1: {1, 2}})
+	n1, n2 := c.runNode(1, upToDate(101)), c.runNode(2, upToDate(102))
+	n1.waitBeats(2)
+	n2.waitBeats(2)
+	ctx := c.ctx()
+	if _, err := c.mgmtd().SetTargetHeld(ctx, &mgmtdapi.SetTargetHeldReq{Target: 102, Held: true}); err != nil {
+		t.Fatalf("holding one of two serving replicas: %v", err)
+	}
+	_, err := c.mgmtd().SetTargetHeld(ctx, &mgmtdapi.SetTargetHeldReq{Target: 101, Held: true})
+	if codeOf(err) != mgmtdapi.CodeLastServing || !strings.Contains(err.Error(), "chain 1") {
+		t.Fatalf("holding the last serving replica: %v", err)
+	}
+	if got := layout(c.routing().Chains[1]); got != "101:serving 102:offline" {
+		t.Fatalf("after the refusal: %s", got)
+	}
+	if _, err := c.mgmtd().SetTargetHeld(ctx, &mgmtdapi.SetTargetHeldReq{Target: 101, Held: true, Force: true}); err != nil {
+		t.Fatalf("forced: %v", err)
+	}
+	if got := layout(c.routing().Chains[1]); strings.Contains(got, "serving") {
+		t.Fatalf("after the forced hold: %s", got)
 	}
 }

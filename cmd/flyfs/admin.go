@@ -550,7 +550,7 @@ func maxChainID(info *routing.Info) routing.ChainID {
 
 // adminHoldCmd is offline-target (hold) or online-target (release).
 func adminHoldCmd(o *adminOptions, hold bool) *cobra.Command {
-	var yes bool
+	var yes, force bool
 	use, short := "online-target ID", "Release a target held offline: it rejoins its chain through waiting and syncing"
 	if hold {
 		use, short = "offline-target ID", "Take a target offline by hand (it moves to the tail of its chain) until online-target"
@@ -588,7 +588,10 @@ func adminHoldCmd(o *adminOptions, hold bool) *cobra.Command {
 					return errors.New("not confirmed; nothing changed")
 				}
 			}
-			resp, err := m.SetTargetHeld(ctx, &mgmtdapi.SetTargetHeldReq{Target: target, Held: hold})
+			resp, err := m.SetTargetHeld(ctx, &mgmtdapi.SetTargetHeldReq{Target: target, Held: hold, Force: force})
+			if rpc.CodeOf(err) == mgmtdapi.CodeLastServing {
+				return fmt.Errorf("target %d is the last serving replica of chain %d: taking it offline stops every read and write of the chain's files until online-target %d; nothing changed (--force to do it anyway)", target, c.ID, target)
+			}
 			if err != nil {
 				return err
 			}
@@ -608,6 +611,7 @@ func adminHoldCmd(o *adminOptions, hold bool) *cobra.Command {
 	}
 	if hold {
 		cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
+		cmd.Flags().BoolVar(&force, "force", false, "hold it even if it is its chain's last serving replica (the chain then serves nothing until online-target)")
 	}
 	return cmd
 }

@@ -248,3 +248,27 @@ func TestAdminTokenAndAddressFromEnvironment(t *testing.T) {
 		t.Errorf("with a wrong token: %v", err)
 	}
 }
+
+// TestAdminOfflineLastServing: offline-target refuses a chain's last
+// serving replica, saying what would stop, until --force.
+func TestAdminOfflineLastServing(t *testing.T) {
+	addr := adminTestMgmtd(t)
+	if out, err := adminRun(t, addr, "", "create-chains", "--nodes", "1", "--replicas", "1", "--chains", "1", "--layout", "simple"); err != nil {
+		t.Fatalf("create-chains: %v\n%s", err, out)
+	}
+	out, _ := adminRun(t, addr, "", "chains")
+	m := regexp.MustCompile(`(\d+)@`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no target in:\n%s", out)
+	}
+	_, err := adminRun(t, addr, "", "offline-target", "--yes", m[1])
+	if err == nil || !strings.Contains(err.Error(), "last serving replica of chain 1") || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("offline-target of the last serving replica: %v", err)
+	}
+	if out, _ := adminRun(t, addr, "", "chains"); !strings.Contains(out, "0 degraded") || strings.Contains(out, "unavailable ") && !strings.Contains(out, "0 unavailable") {
+		t.Errorf("the refused offline-target changed something:\n%s", out)
+	}
+	if out, err := adminRun(t, addr, "", "offline-target", "--yes", "--force", m[1]); err != nil || !strings.Contains(out, "is held offline") {
+		t.Fatalf("offline-target --force: %v\n%s", err, out)
+	}
+}

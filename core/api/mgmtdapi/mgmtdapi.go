@@ -34,12 +34,17 @@ const (
 	CodeStaleHeartbeat
 	// CodeUnknownTarget names a target no chain has.
 	CodeUnknownTarget
+	// CodeLastServing: holding the target would leave its chain with no
+	// serving replica (no reads or writes); SetTargetHeldReq.Force does it
+	// anyway.
+	CodeLastServing
 )
 
 func init() {
 	rpc.RegisterCode(CodeNotPrimary, "NotPrimary")
 	rpc.RegisterCode(CodeStaleHeartbeat, "StaleHeartbeat")
 	rpc.RegisterCode(CodeUnknownTarget, "UnknownTarget")
+	rpc.RegisterCode(CodeLastServing, "LastServingReplica")
 	rpc.RegisterMethod(MethodHeartbeat, "mgmtd.Heartbeat")
 	rpc.RegisterMethod(MethodGetRouting, "mgmtd.GetRouting")
 	rpc.RegisterMethod(MethodGetPrimary, "mgmtd.GetPrimary")
@@ -225,6 +230,9 @@ type SetChainsResp struct {
 type SetTargetHeldReq struct {
 	Target routing.TargetID `cbor:"1,keyasint"`
 	Held   bool             `cbor:"2,keyasint"`
+	// Force holds the target even if it is its chain's last serving replica
+	// (else that is refused with CodeLastServing).
+	Force bool `cbor:"3,keyasint,omitempty"`
 }
 
 // SetTargetHeldResp returns the routing version that holds the change.

@@ -2,7 +2,7 @@
 // chains stay fast: the server sorts and pages), targets in order with their
 // states, recovery progress, and hold/release buttons.
 import * as api from './api.js';
-import { h, replace, badge, fmtBytes, fmtNum, fmtDuration, confirmDialog } from './dom.js';
+import { h, replace, badge, fmtBytes, fmtNum, fmtDuration, confirmDialog, dialog } from './dom.js';
 
 const PAGE = 100;
 
@@ -56,15 +56,21 @@ export function chainsPage(root, params) {
     replace(body, r.chains.map(c => h('tr', { class: c.state === 'ok' ? '' : c.state, dataset: { chain: c.id } },
       h('td', {}, String(c.id)), h('td', {}, 'v' + c.version), h('td', {}, badge(c.state)),
       h('td', {}, c.tables.join(', ') || '–'),
-      h('td', {}, h('div', { class: 'targets' }, c.targets.map(targetBox))))));
+      h('td', {}, h('div', { class: 'targets' }, c.targets.map(t => targetBox(t, c)))))));
   }
 
-  function targetBox(t) {
+  function targetBox(t, c) {
     // Only a held target is released; when mgmtd did not say, any offline one.
     const held = t.held === null || t.held === undefined ? t.public === 'offline' || t.public === 'lastsrv' : t.held;
-    const btn = h('button', { class: 'small ' + (held ? 'secondary' : 'danger'), dataset: { target: t.id, action: held ? 'online' : 'offline' } },
-      held ? 'Bring online' : 'Take offline');
-    btn.addEventListener('click', () => hold(t, !held));
+    let btn;
+    if (!held && t.public === 'syncing') {
+      // Taking a recovering replica offline only throws its progress away.
+      btn = h('span', { class: 'muted small' }, 'recovering: can be taken offline once it serves');
+    } else {
+      btn = h('button', { class: 'small ' + (held ? 'secondary' : 'danger'), dataset: { target: t.id, action: held ? 'online' : 'offline' } },
+        held ? 'Bring online' : 'Take offline');
+      btn.addEventListener('click', () => hold(t, !held, c.id));
+    }
     const rec = t.recovery;
     return h('div', { class: 'target', dataset: { target: t.id, public: t.public } },
       h('div', { class: 'head' }, `Target ${t.id} `, badge(t.public), ' ', badge(t.local), t.held ? [' ', badge('held', 'held by an admin')] : null),
@@ -85,14 +91,26 @@ export function chainsPage(root, params) {
         ` · from target ${rec.from}`));
   }
 
-  async function hold(t, offline) {
+  async function hold(t, offline, chain) {
     busy = true;
     try {
       const ok = offline
-        ? await confirmDialog(`Take target ${t.id} offline?`, `Target ${t.id} (node ${t.node}, disk ${t.disk}) is ${t.public}. Its chain loses this replica until you bring it back online; it then recovers through waiting and syncing.`, 'Take offline')
+        ? await confirmDialog(`Take target ${t.id} offline?`, `Target ${t.id} (node ${t.node}, disk ${t.disk}) is ${t.public}. Chain ${chain} loses this replica until you bring it back online; it then recovers through waiting and syncing.`, 'Take offline')
         : await confirmDialog(`Bring target ${t.id} online?`, `Target ${t.id} rejoins its chain as its node reports it: waiting, then syncing, then serving.`, 'Bring online', false);
       if (!ok) return;
-      await api.post(`/api/targets/${t.id}/${offline ? 'offline' : 'online'}`);
+      try {
+        await api.post(`/api/targets/${t.id}/${offline ? 'offline' : 'online'}`);
+      } catch (err) {
+        if (!(err instanceof api.ApiError) || err.code !== 'last_serving') throw err;
+        // The last serving replica: the server refused. Forcing it takes the
+        // typed chain id.
+        const typed = h('input', { id: 'force-chain', inputmode: 'numeric', autocomplete: 'off', size: 8 });
+        const forced = await dialog(`Target ${t.id} is the last serving replica of chain ${chain}`, [
+          h('p', {}, `Taking it offline stops every read and write of the files on chain ${chain} until it is back online: S3 requests and mounts that touch them fail or wait.`),
+          h('p', {}, `Type the chain id, ${chain}, to take it offline anyway.`), typed], { okText: 'Take the chain offline', okClass: 'danger' });
+        if (!forced) return;
+        await api.post(`/api/targets/${t.id}/offline`, { force: true, chain: Number(typed.value.trim()) });
+      }
       msg.textContent = '';
       await refresh();
     } catch (err) {
