@@ -123,14 +123,24 @@ func (b *tab) shot(name string) {
 
 func (b *tab) signIn(k KeyInfo) {
 	b.t.Helper()
-	b.do("sign in",
+	b.do("open the sign-in page",
 		chromedp.Navigate(b.base+"/"),
-		chromedp.WaitVisible(chromedp.CSS("#signin-access")),
+		chromedp.WaitVisible(chromedp.CSS("#signin-access")))
+	b.waitJS("nothing of the signed-in chrome before sign-in", signedOutChrome, 5*time.Second)
+	b.do("sign in",
 		chromedp.SendKeys(chromedp.CSS("#signin-access"), k.AccessKey),
 		chromedp.SendKeys(chromedp.CSS("#signin-secret"), k.Secret),
 		chromedp.Click(chromedp.CSS("#signin-submit")),
 		chromedp.WaitVisible(chromedp.CSS("#top")))
 }
+
+// signedOutChrome is true while the page shows the sign-in form and none of
+// the signed-in header (nav, sign-out, the key name).
+const signedOutChrome = `(() => {
+	const top = document.getElementById('top'), who = document.getElementById('who');
+	return getComputedStyle(top).display === 'none' && top.getBoundingClientRect().height === 0 &&
+		who.textContent === '' && getComputedStyle(document.getElementById('signin')).display !== 'none';
+})()`
 
 func (b *tab) goTo(hash string) {
 	b.t.Helper()
@@ -363,4 +373,9 @@ func TestBrowserLastServingHold(t *testing.T) {
 	b.shot("chains-last-serving")
 	b.do("type the chain id and force", chromedp.SendKeys(chromedp.CSS("#force-chain"), "1"), chromedp.Click(chromedp.CSS("#dialog-ok")))
 	b.waitJS("target 101 held offline", `(() => { const e = document.querySelector('.target[data-target="101"]'); return e && e.dataset.public !== 'serving' && e.textContent.includes('held by an admin'); })()`, 15*time.Second)
+
+	// Signing out leaves the sign-in form alone, and says so without alarm.
+	b.do("sign out", chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#signin-access")))
+	b.waitJS("the signed-in chrome gone after sign-out", signedOutChrome+` && document.getElementById('signin-error').classList.contains('info')`, 5*time.Second)
+	b.shot("signed-out")
 }

@@ -27,13 +27,16 @@ function stopPage() {
   current = null;
 }
 
-function showSignIn(msg) {
+// showSignIn shows the sign-in form alone: msg is an error unless info.
+function showSignIn(msg, info = false) {
   signedIn = false;
   stopPage();
   replace($('page'));
   $('top').hidden = true;
+  $('who').textContent = ''; // the last user's key name goes with the chrome
   $('signin').hidden = false;
   $('signin-error').textContent = msg || '';
+  $('signin-error').classList.toggle('info', info);
   $('signin-access').focus();
 }
 
@@ -78,7 +81,7 @@ $('signin-form').addEventListener('submit', async (e) => {
 $('signout').addEventListener('click', async () => {
   try { await api.del('/api/session'); } catch (_) { /* signed out anyway */ }
   api.setCSRF('');
-  showSignIn('Signed out.');
+  showSignIn('Signed out.', true);
 });
 
 (async function start() {
