@@ -290,6 +290,20 @@ func TestChainsAndHold(t *testing.T) {
 	if !slices.Contains(o.Health.Reasons, "1 target(s) offline: 402 (chain 4, node 2)") {
 		t.Errorf("the overview does not name the offline target (the TargetOffline alert): %q", o.Health.Reasons)
 	}
+	found := false
+	for _, n := range o.Storage {
+		for _, tg := range n.Targets {
+			if tg.Target == 402 {
+				found = true
+				if tg.Public != "offline" || !tg.Held {
+					t.Errorf("the overview's target 402: %+v, want public offline and held", tg)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Errorf("target 402 not in the overview's storage rows: %+v", o.Storage)
+	}
 	b.must("POST", "/api/targets/402/online", nil, nil)
 	waitChains(t, b, func(p chainsJSON) bool { return p.Degraded == 0 }, "every chain serving again")
 }

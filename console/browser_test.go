@@ -279,7 +279,7 @@ func TestBrowserNamespaceAndPages(t *testing.T) {
 	b.goTo("#/keys")
 	b.do("create a key", chromedp.WaitVisible(chromedp.CSS("#create-key")), chromedp.Click(chromedp.CSS("#create-key")),
 		chromedp.WaitVisible(chromedp.CSS("#key-desc")), chromedp.SendKeys(chromedp.CSS("#key-desc"), "made in the browser"),
-		chromedp.Click(chromedp.CSS("#dialog-ok")), chromedp.WaitVisible(chromedp.CSS("#new-secret")))
+		chromedp.Click(chromedp.CSS("#dialog-ok")), chromedp.WaitVisible(chromedp.CSS("#new-secret")), chromedp.WaitVisible(chromedp.CSS("#copy-secret")))
 	access := b.eval(`document.getElementById('new-access').textContent`)
 	secret := b.eval(`document.getElementById('new-secret').textContent`)
 	if _, err := r.authenticates(ctx, access, secret); err != nil {
@@ -288,8 +288,11 @@ func TestBrowserNamespaceAndPages(t *testing.T) {
 	b.shot("keys-created")
 	b.do("close", chromedp.Click(chromedp.CSS("#dialog-ok")))
 	b.waitJS("the new key listed", `[...document.querySelectorAll('#keys tbody tr')].some(tr => tr.dataset.key === `+jsString(access)+`)`, 10*time.Second)
-	if strings.Contains(b.eval(`document.body.innerText`), secret) {
-		t.Error("the secret is still on the page after the dialog closed")
+	if b.eval(`document.getElementById('copy-secret') ? 'yes' : 'no'`) != "no" {
+		t.Error("the copy button of the secret outlived the dialog")
+	}
+	if strings.Contains(b.eval(`document.documentElement.outerHTML`), secret) {
+		t.Error("the secret is still in the page's HTML after the dialog closed")
 	}
 	b.shot("keys")
 
@@ -348,9 +351,9 @@ func TestBrowserChains(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
 	b.waitJS("every target serving after the release", allServing, 30*time.Second)
 
-	// Lose the cluster: a banner, not a blank page.
+	// Lose the cluster: a banner, not a blank page, and the old figures greyed.
 	c.KillMgmtd(0)
-	b.waitJS("the lost-connection banner", `!document.getElementById('banner').hidden && document.getElementById('banner').textContent.includes('cluster')`, 20*time.Second)
+	b.waitJS("the lost-connection banner", `!document.getElementById('banner').hidden && document.getElementById('banner').textContent.includes('cluster') && document.body.classList.contains('stale')`, 20*time.Second)
 	b.shot("banner")
 }
 

@@ -102,7 +102,9 @@ type diskJSON struct {
 type nodeTargetJSON struct {
 	Target uint32 `json:"target"`
 	Chain  uint32 `json:"chain"`
-	Local  string `json:"local"`
+	Local  string `json:"local"`            // as its node reports it
+	Public string `json:"public,omitempty"` // as mgmtd publishes it (what clients use)
+	Held   bool   `json:"held,omitempty"`   // held offline by an admin
 }
 
 type storageNodeJSON struct {
@@ -240,6 +242,16 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 	}
 
 	_, fsOf := fileSystems(nodes.Nodes)
+	public := map[routing.TargetID]routing.PublicState{}
+	for _, ch := range info.Chains {
+		for _, t := range ch.Targets {
+			public[t.ID] = t.Public
+		}
+	}
+	held := map[routing.TargetID]bool{}
+	for _, id := range nodes.Held {
+		held[id] = true
+	}
 	for _, n := range nodes.Nodes {
 		sn := storageNodeJSON{Node: uint32(n.Node), Addr: n.Addr, Targets: []nodeTargetJSON{}, Disks: []diskJSON{}}
 		switch {
@@ -260,7 +272,11 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 			bad("degraded", fmt.Sprintf("storage node %d (%s) is %s", n.Node, dash(n.Addr), sn.State))
 		}
 		for _, t := range n.Targets {
-			sn.Targets = append(sn.Targets, nodeTargetJSON{Target: uint32(t.Target), Chain: uint32(t.Chain), Local: t.Local.String()})
+			tj := nodeTargetJSON{Target: uint32(t.Target), Chain: uint32(t.Chain), Local: t.Local.String(), Held: held[t.Target]}
+			if p, ok := public[t.Target]; ok {
+				tj.Public = p.String()
+			}
+			sn.Targets = append(sn.Targets, tj)
 		}
 		var st = nodeStatsOf(last, n.Node)
 		for i, d := range n.Disks {

@@ -14,6 +14,9 @@ let signedIn = false;
 
 function showBanner(ok, msg) {
   const b = $('banner');
+  // While the console cannot reach its server or the cluster, what the page
+  // shows is old: grey it out rather than let "alive, just now" stand.
+  document.body.classList.toggle('stale', !ok);
   if (ok) { b.hidden = true; return; }
   b.textContent = msg;
   b.hidden = false;

@@ -36,8 +36,10 @@ export function keysPage(root) {
       const k = await api.post('/api/keys', { description: desc.value, admin: admin.checked, buckets: perms.value() });
       await dialog('Key created', [
         h('p', {}, 'Copy the secret key now: it is shown only this once.'),
-        h('div', {}, 'Access key'), h('div', { class: 'secret', id: 'new-access' }, k.accessKey),
-        h('div', {}, 'Secret key'), h('div', { class: 'secret', id: 'new-secret' }, k.secret)], { okText: 'Done', noCancel: true });
+        h('div', {}, 'Access key'), h('div', { class: 'secret', id: 'new-access' }, k.accessKey), copyButton(k.accessKey, 'copy-access'),
+        h('div', {}, 'Secret key'), h('div', { class: 'secret', id: 'new-secret' }, k.secret), copyButton(k.secret, 'copy-secret')],
+        { okText: 'Done', noCancel: true });
+      replace(document.getElementById('dialog-body')); // the secret leaves the page with the dialog
       load();
     } catch (err) { msg.textContent = err.message; }
   }
@@ -61,6 +63,27 @@ export function keysPage(root) {
 
   load();
   return { stop() {} };
+}
+
+// copyButton copies text to the clipboard (or, where the page may not,
+// selects it for Ctrl+C).
+function copyButton(text, id) {
+  const b = h('button', { type: 'button', class: 'secondary small', id }, 'Copy');
+  b.addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      b.textContent = 'Copied';
+    } catch (_) {
+      const el = b.previousElementSibling;
+      const range = document.createRange();
+      range.selectNodeContents(el);
+      const sel = getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+      b.textContent = 'Selected: press Ctrl+C';
+    }
+  });
+  return b;
 }
 
 function permsText(ps) {
