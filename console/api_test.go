@@ -631,3 +631,41 @@ func TestHoldLastServingReplica(t *testing.T) {
 	b.must("POST", "/api/targets/101/online", nil, nil)
 	waitChains(t, b, func(p chainsJSON) bool { return p.Chains[0].Targets[0].Public == "serving" }, "target 101 serving again")
 }
+
+// TestCountAndHiddenStaging: /api/fs/count sums a tree for a delete's
+// confirmation; the root listing leaves out the S3 gateway's staging area.
+func TestCountAndHiddenStaging(t *testing.T) {
+	c := startFS(t)
+	r := fsRig(t, c, false)
+	b := r.browser()
+	b.signIn(r.admin)
+	ctx := context.Background()
+	for _, d := range []string{"/.flyfs-s3/staging", "/t/sub"} {
+		if err := r.fs.MkdirAll(ctx, d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"/t/a", "/t/sub/b"} {
+		f, err := r.fs.Create(ctx, p, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteAt([]byte("hello"), 0)
+		f.Close()
+	}
+	var n countJSON
+	b.must("GET", "/api/fs/count?path=/t", nil, &n)
+	if n != (countJSON{Files: 2, Dirs: 1, Bytes: 10, Complete: true}) {
+		t.Errorf("count of /t: %+v", n)
+	}
+	if st, code := b.do("GET", "/api/fs/count?path=/missing", nil, nil); st != http.StatusNotFound {
+		t.Errorf("count of a missing path: %d %q", st, code)
+	}
+	var l listJSON
+	b.must("GET", "/api/fs/list?path=/", nil, &l)
+	for _, e := range l.Entries {
+		if e.Name == ".flyfs-s3" {
+			t.Errorf("the root listing shows the S3 staging area: %+v", l.Entries)
+		}
+	}
+}

@@ -241,6 +241,25 @@ func TestBrowserNamespaceAndPages(t *testing.T) {
 		}
 	}
 
+	// Uploading over an existing name asks first, then replaces it.
+	b.do("drop a file of the same name", chromedp.Evaluate[chromedp.Void](`(() => {
+		const dt = new DataTransfer();
+		dt.items.add(new File(['the second dropped.txt'], 'dropped.txt'));
+		document.getElementById('dropzone').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+	})()`))
+	b.waitJS("the replace confirmation", `(() => { const d = document.getElementById('dialog'); return d.open && document.getElementById('dialog-title').textContent === 'Replace dropped.txt?'; })()`, 10*time.Second)
+	b.do("replace", chromedp.Click(chromedp.CSS("#dialog-ok")))
+	waitForCond(t, 15*time.Second, "dropped.txt replaced", func() bool {
+		f, err := r.fs.Open(ctx, "/dropped.txt")
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		buf := make([]byte, 100)
+		n, _ := f.ReadAt(buf, 0)
+		return string(buf[:n]) == "the second dropped.txt"
+	})
+
 	// The name is text, never markup: no <img> made, no alert.
 	b.do("open details", chromedp.Evaluate[chromedp.Void](rowJS(name)+`.querySelector('a').click()`))
 	b.waitJS("details of the file", `document.querySelector('#details h2') && document.querySelector('#details h2').textContent === `+jsString(name), 10*time.Second)
@@ -263,6 +282,21 @@ func TestBrowserNamespaceAndPages(t *testing.T) {
 	if in, err := r.fs.Meta().Resolve(ctx, "/dir2", true); err != nil || in.Type != 2 {
 		t.Errorf("/dir2 through the client: %+v %v", in, err)
 	}
+
+	// A directory's delete says how much goes with it.
+	for _, n := range []string{"/dir2/a", "/dir2/b", "/dir2/c"} {
+		f, err := r.fs.Create(ctx, n, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteAt([]byte("1234"), 0)
+		f.Close()
+	}
+	b.do("delete dir2", chromedp.Evaluate[chromedp.Void](rowJS("dir2")+`.querySelector('button[data-action=delete]').click()`),
+		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")))
+	b.waitJS("the count in the confirmation", `document.getElementById('dialog-body').textContent.includes('the 3 file(s) and 0 directorie(s) in it (12 B)')`, 10*time.Second)
+	b.do("confirm", chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.waitJS("dir2 gone", rowJS("dir2")+` === undefined`, 10*time.Second)
 
 	// Delete asks first; cancelling keeps the file.
 	b.do("delete, cancelled", chromedp.Evaluate[chromedp.Void](rowJS("dropped.txt")+`.querySelector('button[data-action=delete]').click()`),
@@ -381,4 +415,15 @@ func TestBrowserLastServingHold(t *testing.T) {
 	b.do("sign out", chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#signin-access")))
 	b.waitJS("the signed-in chrome gone after sign-out", signedOutChrome+` && document.getElementById('signin-error').classList.contains('info')`, 5*time.Second)
 	b.shot("signed-out")
+}
+
+func waitForCond(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -201,6 +201,7 @@ func (c *Console) routes() error {
 	c.mux.HandleFunc("POST /api/targets/{id}/online", c.authed(true, c.handleHold(false)))
 
 	c.mux.HandleFunc("GET /api/fs/list", c.authed(false, c.handleList))
+	c.mux.HandleFunc("GET /api/fs/count", c.authed(false, c.handleCount))
 	c.mux.HandleFunc("GET /api/fs/stat", c.authed(false, c.handleStat))
 	c.mux.HandleFunc("GET /api/fs/download", c.authed(false, c.handleDownload))
 	c.mux.HandleFunc("POST /api/fs/mkdir", c.authed(true, c.handleMkdir))

@@ -211,8 +211,8 @@ func (c *Console) handleList(w http.ResponseWriter, r *http.Request) {
 	out := listJSON{Path: p, Ino: dir.ID, Entries: []entryJSON{}, More: more}
 	for _, e := range ents {
 		out.Next = e.Name
-		if strings.HasPrefix(e.Name, hiddenUpload) {
-			continue
+		if strings.HasPrefix(e.Name, hiddenUpload) || (p == "/" && e.Name == client.S3StagingRoot) {
+			continue // the console's and the S3 gateway's uploads in flight
 		}
 		ej := entryJSON{Name: e.Name, Type: typeName(e.Type), Ino: e.Ino}
 		if e.Inode != nil {
@@ -528,3 +528,73 @@ type readerCtx struct {
 }
 
 func (r readerCtx) ReadAt(p []byte, off int64) (int, error) { return r.f.ReadAtContext(r.ctx, p, off) }
+
+// countJSON is what a tree holds, for a delete's confirmation.
+type countJSON struct {
+	Files    int64 `json:"files"` // everything not a directory
+	Dirs     int64 `json:"dirs"`  // below the path
+	Bytes    int64 `json:"bytes"`
+	Complete bool  `json:"complete"` // false: the walk stopped at maxCount entries or its time
+}
+
+// maxCount bounds a count's walk.
+const maxCount = 100_000
+
+// handleCount counts the entries and bytes below a directory (up to
+// maxCount entries, within 10 s), so a delete can say how much goes.
+func (c *Console) handleCount(w http.ResponseWriter, r *http.Request) {
+	p, err := cleanPath(r.URL.Query().Get("path"))
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "bad_path", err.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	root, err := c.meta().Resolve(ctx, p, true)
+	if err != nil {
+		nsError(w, "count "+p, err)
+		return
+	}
+	out := countJSON{Complete: true}
+	if root.Type != metaapi.TypeDir {
+		out.Files, out.Bytes = 1, int64(root.Length)
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	queue := []uint64{root.ID}
+	for len(queue) > 0 && out.Complete {
+		dir := queue[0]
+		queue = queue[1:]
+		after := ""
+		for {
+			ents, more, err := c.meta().ReadDir(ctx, dir, after, 1000, true)
+			if err != nil {
+				if ctx.Err() != nil {
+					out.Complete = false
+					break
+				}
+				nsError(w, "count "+p, err)
+				return
+			}
+			for _, e := range ents {
+				after = e.Name
+				if e.Type == metaapi.TypeDir {
+					out.Dirs++
+					queue = append(queue, e.Ino)
+				} else {
+					out.Files++
+					if e.Inode != nil {
+						out.Bytes += int64(e.Inode.Length)
+					}
+				}
+			}
+			if out.Files+out.Dirs >= maxCount {
+				out.Complete = false
+			}
+			if !more || !out.Complete {
+				break
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}

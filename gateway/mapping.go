@@ -3,6 +3,8 @@ package gateway
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/flyfs/flyfs/core/client"
 )
 
 // The key -> path contract (docs/s3-mapping.md): a bucket is a top-level
@@ -13,10 +15,9 @@ import (
 const (
 	maxKeyBytes     = 1024
 	maxSegmentBytes = 255
-	// stagingRoot is the hidden top-level directory for uploads in flight.
-	// Its name is not a valid bucket name, so no bucket can collide with it
-	// and ListBuckets never shows it.
-	stagingRoot = ".flyfs-s3"
+	// stagingRoot is the hidden top-level directory for uploads in flight
+	// (client.S3StagingRoot); ListBuckets never shows it.
+	stagingRoot = client.S3StagingRoot
 	// The modes of the files and directories keys become.
 	fileMode = 0o644
 	dirMode  = 0o755

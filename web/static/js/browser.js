@@ -14,6 +14,7 @@ export function nsPage(root, params) {
   const msg = h('p', { class: 'error', id: 'ns-error', role: 'alert' });
   const tbody = h('tbody');
   const pager = h('div', { class: 'pager' });
+  const pagerBottom = h('div', { class: 'pager', id: 'pager-bottom' }); // a long page's end has one too
   const uploadsEl = h('div', { class: 'uploads', id: 'uploads' });
   const details = h('div', { class: 'details', id: 'details' });
   const fileInput = h('input', { type: 'file', multiple: true, hidden: true, id: 'upload-input' });
@@ -28,7 +29,7 @@ export function nsPage(root, params) {
       h('button', { class: 'secondary', onclick: () => load(pages[pageNo]) }, 'Refresh'),
       h('span', { class: 'muted' }, 'or drop files on the list'),
       h('span', { class: 'spacer' }), pager),
-    msg, uploadsEl, table, details);
+    msg, uploadsEl, table, pagerBottom, details);
 
   // Breadcrumbs: each component is a link built from text, never markup.
   const parts = path.split('/').filter(Boolean);
@@ -49,10 +50,12 @@ export function nsPage(root, params) {
       msg.textContent = '';
       replace(tbody, r.entries.map(row));
       if (r.entries.length === 0) replace(tbody, h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'This directory is empty.')));
-      replace(pager,
+      const controls = (suffix) => [
         h('button', { class: 'secondary small', disabled: pageNo === 0, onclick: () => { pageNo--; load(pages[pageNo]); } }, '‹ Previous'),
         h('span', {}, `page ${pageNo + 1}`),
-        h('button', { class: 'secondary small', disabled: !r.more, id: 'next-page', onclick: () => { pages[pageNo + 1] = r.next; pageNo++; load(r.next); } }, 'Next ›'));
+        h('button', { class: 'secondary small', disabled: !r.more, id: 'next-page' + suffix, onclick: () => { pages[pageNo + 1] = r.next; pageNo++; load(r.next); } }, 'Next ›')];
+      replace(pager, controls(''));
+      replace(pagerBottom, r.entries.length > 20 || pageNo > 0 ? controls('-bottom') : []);
     } catch (err) {
       msg.textContent = err.message;
     }
@@ -121,8 +124,18 @@ export function nsPage(root, params) {
 
   async function remove(full, e) {
     const dir = e.type === 'dir';
-    const ok = await confirmDialog(`Delete ${e.name}?`,
-      dir ? `This deletes the directory ${full} and everything in it. This cannot be undone.` : `This deletes ${full}. This cannot be undone.`, 'Delete');
+    let what = `This deletes ${full}. This cannot be undone.`;
+    if (dir) {
+      // Say how much goes: the server counts the tree (up to a bound).
+      let n = null;
+      try { n = await api.get('/api/fs/count?' + api.q({ path: full })); } catch (_) { /* said without the figures */ }
+      what = n === null
+        ? `This deletes the directory ${full} and everything in it. This cannot be undone.`
+        : n.files + n.dirs === 0
+          ? `This deletes the empty directory ${full}.`
+          : `This deletes the directory ${full} and the ${n.complete ? '' : 'more than '}${n.files.toLocaleString()} file(s) and ${n.dirs.toLocaleString()} directorie(s) in it (${n.complete ? '' : 'over '}${fmtBytes(n.bytes)}). This cannot be undone.`;
+    }
+    const ok = await confirmDialog(`Delete ${e.name}?`, what, 'Delete');
     if (!ok) return;
     try {
       await api.post('/api/fs/delete', { path: full, recursive: dir });
@@ -134,6 +147,14 @@ export function nsPage(root, params) {
   // upload sends a file in parts; the server streams each part into a
   // hidden staging file and renames it into place at the end.
   async function upload(file) {
+    // An upload over an existing name replaces it: ask first.
+    try {
+      const s = await api.get('/api/fs/stat?' + api.q({ path: joinPath(path, file.name) }));
+      const about = s.type === 'file' ? ` (${fmtBytes(s.size)}, modified ${fmtTime(s.mtime)})` : ` (a ${s.type})`;
+      if (!await confirmDialog(`Replace ${file.name}?`, `${joinPath(path, file.name)} exists${about}. Uploading replaces it with ${file.name} (${fmtBytes(file.size)}).`, 'Replace')) return;
+    } catch (err) {
+      if (!(err instanceof api.ApiError) || err.status !== 404) { msg.textContent = err.message; return; }
+    }
     const bar = h('div');
     const status = h('span', {}, 'starting…');
     const rowEl = h('div', { class: 'upload-row', dataset: { name: file.name } }, h('span', {}, file.name), h('div', { class: 'progress' }, bar), status);
