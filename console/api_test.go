@@ -669,3 +669,27 @@ func TestCountAndHiddenStaging(t *testing.T) {
 		}
 	}
 }
+
+// TestOverviewHistory: the console samples whether or not anyone is signed
+// in, and ?range= picks how far back the charts go (up to an hour).
+func TestOverviewHistory(t *testing.T) {
+	c := startFS(t)
+	r := fsRig(t, c, false)
+	time.Sleep(1500 * time.Millisecond) // nobody signed in: samples at 250 ms go on
+	b := r.browser()
+	b.signIn(r.admin)
+	var o overviewJSON
+	b.must("GET", "/api/overview?range=1h", nil, &o)
+	if len(o.Samples) < 3 || o.RangeSeconds != 3600 {
+		t.Fatalf("history gathered with nobody signed in: %d samples, range %v s", len(o.Samples), o.RangeSeconds)
+	}
+	b.must("GET", "/api/overview", nil, &o)
+	if o.RangeSeconds != 300 {
+		t.Errorf("default range: %v s", o.RangeSeconds)
+	}
+	for _, bad := range []string{"2h", "x", "-1m", "0s"} {
+		if st, code := b.do("GET", "/api/overview?range="+bad, nil, nil); st != http.StatusBadRequest || code != "bad_request" {
+			t.Errorf("range=%s: %d %q", bad, st, code)
+		}
+	}
+}

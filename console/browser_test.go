@@ -186,6 +186,9 @@ func TestBrowserNamespaceAndPages(t *testing.T) {
 			rows.every(r => !r.textContent.includes('failed') && !r.textContent.includes('gone'));
 	})()`, 20*time.Second)
 	b.waitJS("the charts to draw", `[...document.querySelectorAll('.chart .now')].every(e => e.textContent !== '–' && e.textContent !== 'no data yet')`, 10*time.Second)
+	b.do("an hour of history", chromedp.Click(chromedp.CSS(`#range button[data-range="1h"]`)))
+	b.waitJS("the hour range chosen and kept in the URL", `location.hash === '#/overview?range=1h' && !document.querySelector('#range button[data-range="1h"]').classList.contains('secondary') &&
+		[...document.querySelectorAll('.chart .now')].every(e => e.textContent !== '–')`, 10*time.Second)
 	// Capacity: used of total with its percentage and bar; each disk's file
 	// system size and use.
 	b.waitJS("capacity with used, total and %", `(() => {

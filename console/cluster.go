@@ -154,6 +154,7 @@ type overviewJSON struct {
 	Namespace      *namespaceJSON    `json:"namespace"`
 	GCQueue        *int              `json:"gcQueue"`
 	Samples        []point           `json:"samples"`
+	RangeSeconds   float64           `json:"rangeSeconds"` // how far back samples and rates go (?range=, 5m by default, at most 1h)
 	Rates          []ratePoint       `json:"rates"`
 	SampleSeconds  float64           `json:"sampleSeconds"`
 	// Unreported names figures the page would show that no service reports.
@@ -205,6 +206,15 @@ func cacheOf(r *mgmtdapi.CacheReport) *cacheJSON {
 }
 
 func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
+	span := 5 * time.Minute
+	if v := r.URL.Query().Get("range"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > historyWindow {
+			apiError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("range %q: give a duration up to %s, such as 5m or 1h", v, historyWindow))
+			return
+		}
+		span = d
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	info, boot, err := c.routingBoot(ctx)
@@ -376,7 +386,8 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 		out.GCQueue = &gc
 	}
 	out.Namespace = nj
-	out.Samples, out.Rates = c.sampler.series()
+	out.Samples, out.Rates = c.sampler.series(time.Now().Add(-span))
+	out.RangeSeconds = span.Seconds()
 	if out.Unreported == nil {
 		out.Unreported = []string{} // never null in the JSON: the page reads its length
 	}

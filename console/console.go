@@ -154,9 +154,9 @@ func (c *Console) background(ctx context.Context) {
 	tick := time.NewTicker(c.cfg.SampleInterval)
 	defer tick.Stop()
 	for {
-		if c.sessions.active() {
-			c.sampler.sample(ctx)
-		}
+		// Sampled whether or not anyone is signed in: the charts show the
+		// last hour, not only the minutes someone watched.
+		c.sampler.sample(ctx)
 		c.uploads.reap(ctx, c, c.cfg.Now())
 		select {
 		case <-ctx.Done():

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"time"
 
@@ -9,8 +10,15 @@ import (
 	"github.com/flyfs/flyfs/core/routing"
 )
 
-// keepSamples bounds the history behind the live charts.
-const keepSamples = 150
+// historyWindow is how far back the charts' history goes, sampled whether or
+// not anyone is signed in.
+const historyWindow = time.Hour
+
+// keepSamples bounds the history: historyWindow at the sample interval (at
+// least 150 samples).
+func keepSamples(interval time.Duration) int {
+	return max(150, int(historyWindow/max(interval, time.Millisecond))+1)
+}
 
 // point is one sample of the cluster's counters, charted as rates between
 // samples: client reads and writes (bytes and operations) the storage nodes
@@ -104,8 +112,8 @@ func (s *sampler) sample(ctx context.Context) {
 	}
 	s.sampled = ns
 	s.points = append(s.points, p)
-	if len(s.points) > keepSamples {
-		s.points = append(s.points[:0], s.points[len(s.points)-keepSamples:]...)
+	if keep := keepSamples(s.c.cfg.SampleInterval); len(s.points) > keep {
+		s.points = append(s.points[:0], s.points[len(s.points)-keep:]...)
 	}
 	s.prev, s.last = s.last, ns
 }
@@ -150,10 +158,11 @@ func (s *sampler) hasPoints() bool {
 	return len(s.points) > 0
 }
 
-// series returns the samples and the rates between them.
-func (s *sampler) series() ([]point, []ratePoint) {
+// series returns the samples since from and the rates between them.
+func (s *sampler) series(from time.Time) ([]point, []ratePoint) {
 	s.mu.Lock()
-	pts := append([]point(nil), s.points...)
+	i := sort.Search(len(s.points), func(i int) bool { return !s.points[i].At.Before(from) })
+	pts := append([]point(nil), s.points[i:]...)
 	s.mu.Unlock()
 	rates := make([]ratePoint, 0, len(pts))
 	for i := 1; i < len(pts); i++ {

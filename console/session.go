@@ -89,14 +89,6 @@ func (s *sessions) dropKey(access string) {
 	}
 }
 
-// active reports whether anyone is signed in (the sampler idles otherwise).
-func (s *sessions) active() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sweepLocked()
-	return len(s.byID) > 0
-}
-
 func (s *sessions) sweepLocked() {
 	now := s.now()
 	for id, ss := range s.byID {

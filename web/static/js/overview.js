@@ -3,7 +3,12 @@ import * as api from './api.js';
 import { h, replace, badge, fmtBytes, fmtNum, fmtAgo } from './dom.js';
 import { chart } from './chart.js';
 
-export function overviewPage(root) {
+const RANGES = [['5m', '5 minutes'], ['1h', '1 hour']];
+
+export function overviewPage(root, params) {
+  let range = RANGES.some(([v]) => v === (params && params.get('range'))) ? params.get('range') : '5m';
+  const rangeBar = h('div', { class: 'toolbar', id: 'range' }, h('span', { class: 'muted' }, 'History:'),
+    RANGES.map(([v, label]) => h('button', { class: 'small ' + (v === range ? '' : 'secondary'), dataset: { range: v }, onclick: () => { location.hash = '#/overview?' + api.q({ range: v }); } }, label)));
   const health = h('div', { class: 'card', id: 'health' }, 'Loading…');
   const stats = h('div', { class: 'grid' });
   const charts = {
@@ -20,7 +25,7 @@ export function overviewPage(root) {
   root.append(
     h('h1', {}, 'Overview'), health,
     h('h2', {}, 'Cluster'), stats,
-    h('h2', {}, 'Activity'), h('div', { class: 'charts' }, Object.values(charts).map(c => c.el)),
+    h('h2', {}, 'Activity'), rangeBar, h('div', { class: 'charts' }, Object.values(charts).map(c => c.el)),
     h('h2', {}, 'Services'), services,
     h('h2', {}, 'Capacity per disk'), disks,
     gaps);
@@ -28,7 +33,7 @@ export function overviewPage(root) {
   let timer = null, stopped = false;
   async function refresh() {
     try {
-      const o = await api.get('/api/overview');
+      const o = await api.get('/api/overview?' + api.q({ range }));
       render(o);
       schedule((o.sampleSeconds || 2) * 1000);
     } catch (err) {
