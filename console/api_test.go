@@ -693,3 +693,34 @@ func TestOverviewHistory(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeMaintenanceAPI: a preview changes nothing, maintenance holds what
+// the chains can spare, ending it releases.
+func TestNodeMaintenanceAPI(t *testing.T) {
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 3, Chains: 3, Replicas: 2}})
+	r := newRig(t, rigConfig{mgmtd: c.MgmtdAddrs(), rc: c.RPCClient("console"), fs: c.FS()})
+	b := r.browser()
+	b.signIn(r.admin)
+	type planJSON struct {
+		DryRun  bool           `json:"dryRun"`
+		Targets []nodeHoldJSON `json:"targets"`
+	}
+	var plan planJSON
+	b.must("POST", "/api/nodes/1/maintenance", map[string]any{"dryRun": true}, &plan)
+	if !plan.DryRun || len(plan.Targets) == 0 {
+		t.Fatalf("preview: %+v", plan)
+	}
+	for _, tg := range plan.Targets {
+		if !tg.Changed || tg.ChainServing != 1 {
+			t.Errorf("preview of target %+v: want held, its chain serving on one replica", tg)
+		}
+	}
+	waitChains(t, b, func(p chainsJSON) bool { return p.Degraded == 0 }, "nothing held by the preview")
+	b.must("POST", "/api/nodes/1/maintenance", map[string]any{}, &plan)
+	waitChains(t, b, func(p chainsJSON) bool { return p.Degraded == len(plan.Targets) }, "the node's chains degraded")
+	b.must("DELETE", "/api/nodes/1/maintenance", nil, &plan)
+	waitChains(t, b, func(p chainsJSON) bool { return p.Degraded == 0 }, "every chain serving after the maintenance")
+	if st, _ := b.do("POST", "/api/nodes/99/maintenance", map[string]any{"dryRun": true}, nil); st != http.StatusNotFound {
+		t.Errorf("maintenance of a node without targets: %d", st)
+	}
+}

@@ -430,3 +430,26 @@ func waitForCond(t *testing.T, d time.Duration, what string, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestBrowserNodeMaintenance: a node's maintenance from the overview shows
+// its plan first, holds the node's targets, and ends from the same row.
+func TestBrowserNodeMaintenance(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium found (install the Debian package chromium): browser tests skipped")
+	}
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 2, Chains: 2, Replicas: 2}})
+	r := newRig(t, rigConfig{mgmtd: c.MgmtdAddrs(), rc: c.RPCClient("console"), fs: c.FS()})
+	b := newTab(t, r.srv.URL)
+	b.signIn(r.admin)
+	b.waitJS("the maintenance button of node 1", `!!document.querySelector('button[data-node="1"][data-action="maintenance"]')`, 15*time.Second)
+	b.do("maintenance of node 1", chromedp.Click(chromedp.CSS(`button[data-node="1"][data-action="maintenance"]`)))
+	b.waitJS("the plan", `document.querySelectorAll('#maintenance-plan tbody tr').length === 2 &&
+		[...document.querySelectorAll('#maintenance-plan tbody tr')].every(tr => tr.cells[2].textContent === 'held offline')`, 10*time.Second)
+	b.shot("maintenance-plan")
+	b.do("start it", chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.waitJS("node 1's targets held", `!!document.querySelector('button[data-node="1"][data-action="end-maintenance"]') &&
+		document.getElementById('services').textContent.includes('held by an admin')`, 15*time.Second)
+	b.do("end it", chromedp.Click(chromedp.CSS(`button[data-node="1"][data-action="end-maintenance"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.waitJS("node 1 out of maintenance", `!!document.querySelector('button[data-node="1"][data-action="maintenance"]')`, 15*time.Second)
+}

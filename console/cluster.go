@@ -734,3 +734,49 @@ func chainOfTarget(info *routing.Info, t routing.TargetID) *routing.Chain {
 	}
 	return nil
 }
+
+// nodeHoldJSON is one target of a node's maintenance.
+type nodeHoldJSON struct {
+	Target       uint32 `json:"target"`
+	Chain        uint32 `json:"chain"`
+	Changed      bool   `json:"changed"`
+	Skipped      string `json:"skipped,omitempty"`
+	ChainServing int    `json:"chainServing"`
+}
+
+// handleMaintenance puts a storage node into maintenance (POST, {"dryRun":
+// true} to preview) or ends it (DELETE), like `flyfs admin maintenance`.
+func (c *Console) handleMaintenance(held bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.ParseUint(r.PathValue("id"), 10, 32)
+		if err != nil || id == 0 {
+			apiError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("%q is not a node id", r.PathValue("id")))
+			return
+		}
+		var body struct {
+			DryRun bool `json:"dryRun"`
+		}
+		if r.ContentLength != 0 && !readJSON(w, r, &body) {
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		resp, err := c.mgmtd.SetNodeHeld(ctx, &mgmtdapi.SetNodeHeldReq{Node: routing.NodeID(id), Held: held, DryRun: held && body.DryRun})
+		if err != nil {
+			clusterDown(w, err)
+			return
+		}
+		if len(resp.Targets) == 0 {
+			apiError(w, http.StatusNotFound, "not_found", fmt.Sprintf("node %d has no targets in any chain", id))
+			return
+		}
+		out := make([]nodeHoldJSON, 0, len(resp.Targets))
+		for _, t := range resp.Targets {
+			out = append(out, nodeHoldJSON{Target: uint32(t.Target), Chain: uint32(t.Chain), Changed: t.Changed, Skipped: t.Skipped, ChainServing: t.ChainServing})
+		}
+		if !(held && body.DryRun) {
+			c.log.Info("console: node maintenance changed", "node", id, "held", held, "by", sessionOf(r).who.AccessKey)
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"node": id, "held": held, "dryRun": held && body.DryRun, "targets": out, "routingVersion": resp.RoutingVersion})
+	}
+}

@@ -199,6 +199,8 @@ func (c *Console) routes() error {
 	c.mux.HandleFunc("GET /api/chains", c.authed(false, c.handleChains))
 	c.mux.HandleFunc("POST /api/targets/{id}/offline", c.authed(true, c.handleHold(true)))
 	c.mux.HandleFunc("POST /api/targets/{id}/online", c.authed(true, c.handleHold(false)))
+	c.mux.HandleFunc("POST /api/nodes/{id}/maintenance", c.authed(true, c.handleMaintenance(true)))
+	c.mux.HandleFunc("DELETE /api/nodes/{id}/maintenance", c.authed(true, c.handleMaintenance(false)))
 
 	c.mux.HandleFunc("GET /api/fs/list", c.authed(false, c.handleList))
 	c.mux.HandleFunc("GET /api/fs/count", c.authed(false, c.handleCount))

@@ -202,6 +202,82 @@ func (s *Server) handleSetTargetHeld(ctx context.Context, req *mgmtdapi.SetTarge
 	return &mgmtdapi.SetTargetHeldResp{RoutingVersion: info.Version}, nil, nil
 }
 
+// handleSetNodeHeld puts a node into maintenance or ends it. Holding goes
+// chain by chain (in id order) and target by target in chain order, each
+// hold planned with the ones before it: a target is held only if its chain
+// keeps a serving replica, so maintenance never takes a chain down (the
+// targets skipped can be held later, once their chains have recovered
+// elsewhere, by running it again).
+func (s *Server) handleSetNodeHeld(ctx context.Context, req *mgmtdapi.SetNodeHeldReq, _ []byte) (*mgmtdapi.SetNodeHeldResp, []byte, error) {
+	var plan []mgmtdapi.NodeTargetHold
+	info, err := s.update(ctx, func(cur *routing.Info) (*change, error) {
+		plan = nil
+		ch := &change{held: map[routing.TargetID]bool{}, why: fmt.Sprintf("maintenance of node %d", req.Node)}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.term == nil {
+			return nil, s.notPrimary()
+		}
+		t, now := s.term, time.Now()
+		local := func(id routing.TargetID) routing.LocalState {
+			held, ok := ch.held[id]
+			if !ok {
+				held = t.held[id]
+			}
+			return t.localOf(id, now, s.cfg.HeartbeatTimeout, held)
+		}
+		for _, id := range sortedChainIDs(cur) {
+			chain := cur.Chains[id]
+			for _, tg := range chain.Targets {
+				if tg.Node != req.Node {
+					continue
+				}
+				p := mgmtdapi.NodeTargetHold{Target: tg.ID, Chain: chain.ID}
+				switch {
+				case t.held[tg.ID] == req.Held:
+					p.Skipped = "already held"
+					if !req.Held {
+						p.Skipped = "not held"
+					}
+				default:
+					ch.held[tg.ID] = req.Held
+					next, _ := nextChain(chain, local, t.fullFunc())
+					if req.Held && len(chain.Readable()) > 0 && len(next.Readable()) == 0 {
+						delete(ch.held, tg.ID)
+						p.Skipped = fmt.Sprintf("the last serving replica of chain %d", chain.ID)
+					} else {
+						p.Changed = true
+					}
+				}
+				plan = append(plan, p)
+			}
+		}
+		for _, id := range sortedChainIDs(cur) {
+			chain := cur.Chains[id]
+			next, changed := nextChain(chain, local, t.fullFunc())
+			for i := range plan {
+				if plan[i].Chain == chain.ID {
+					plan[i].ChainServing = len(next.Readable())
+				}
+			}
+			if changed && !req.DryRun {
+				ch.chains = append(ch.chains, next)
+			}
+		}
+		if req.DryRun {
+			return nil, nil
+		}
+		return ch, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if !req.DryRun {
+		s.log.Info("node maintenance changed", "node", req.Node, "held", req.Held, "targets", len(plan), "routing_version", info.Version)
+	}
+	return &mgmtdapi.SetNodeHeldResp{Targets: plan, RoutingVersion: info.Version}, nil, nil
+}
+
 // handleGetPrimary names the primary as the lease record says now, and the
 // cluster.
 func (s *Server) handleGetPrimary(ctx context.Context, _ *mgmtdapi.GetPrimaryReq, _ []byte) (*mgmtdapi.GetPrimaryResp, []byte, error) {

@@ -1,6 +1,7 @@
 package mgmtd
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -237,5 +238,54 @@ func TestHoldLastServing(t *testing.T) {
 	}
 	if got := layout(c.routing().Chains[1]); strings.Contains(got, "serving") {
 		t.Fatalf("after the forced hold: %s", got)
+	}
+}
+
+// TestNodeMaintenance: a node's maintenance holds every target its chains
+// can spare and skips a chain's last serving replica; a dry run says the
+// same and changes nothing; ending it releases what it held.
+func TestNodeMaintenance(t *testing.T) {
+	c := newCluster(t, 1, timing{T: 600 * time.Millisecond, L: 150 * time.Millisecond, Boot: 200 * time.Millisecond})
+	c.setChains(map[routing.ChainID][]routing.NodeID{1: {1, 2}, 2: {2, 3}, 3: {2}})
+	n1, n2, n3 := c.runNode(1, upToDate(101)), c.runNode(2, upToDate(102, 201, 301)), c.runNode(3, upToDate(202))
+	for _, n := range []*fakeNode{n1, n2, n3} {
+		n.waitBeats(2)
+	}
+	ctx := c.ctx()
+	summary := func(r *mgmtdapi.SetNodeHeldResp) string {
+		var parts []string
+		for _, p := range r.Targets {
+			what := "changed"
+			if !p.Changed {
+				what = p.Skipped
+			}
+			parts = append(parts, fmt.Sprintf("%d:%s (%d serving)", p.Target, what, p.ChainServing))
+		}
+		return strings.Join(parts, ", ")
+	}
+	const planned = "102:changed (1 serving), 201:changed (1 serving), 301:the last serving replica of chain 3 (1 serving)"
+	before := c.routing()
+	dry, err := c.mgmtd().SetNodeHeld(ctx, &mgmtdapi.SetNodeHeldReq{Node: 2, Held: true, DryRun: true})
+	if err != nil || summary(dry) != planned {
+		t.Fatalf("dry run: %v %v", summary(dry), err)
+	}
+	if after := c.routing(); after.Version != before.Version {
+		t.Fatalf("a dry run changed routing: v%d to v%d", before.Version, after.Version)
+	}
+	resp, err := c.mgmtd().SetNodeHeld(ctx, &mgmtdapi.SetNodeHeldReq{Node: 2, Held: true})
+	if err != nil || summary(resp) != planned {
+		t.Fatalf("maintenance: %v %v", summary(resp), err)
+	}
+	info := c.routing()
+	if got := layout(info.Chains[1]) + " | " + layout(info.Chains[2]) + " | " + layout(info.Chains[3]); got != "101:serving 102:offline | 202:serving 201:offline | 301:serving" {
+		t.Fatalf("chains in maintenance: %s", got)
+	}
+	again, err := c.mgmtd().SetNodeHeld(ctx, &mgmtdapi.SetNodeHeldReq{Node: 2, Held: true})
+	if err != nil || !strings.HasPrefix(summary(again), "102:already held") {
+		t.Fatalf("maintenance again: %v %v", summary(again), err)
+	}
+	end, err := c.mgmtd().SetNodeHeld(ctx, &mgmtdapi.SetNodeHeldReq{Node: 2, Held: false})
+	if err != nil || !strings.Contains(summary(end), "102:changed") || !strings.Contains(summary(end), "301:not held") {
+		t.Fatalf("end of maintenance: %v %v", summary(end), err)
 	}
 }

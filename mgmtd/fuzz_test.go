@@ -25,6 +25,7 @@ var mgmtdMethods = []rpctest.Method{
 	rpctest.M[mgmtdapi.ListNodesReq](mgmtdapi.MethodListNodes),
 	rpctest.M[mgmtdapi.RegisterReq](mgmtdapi.MethodRegister),
 	rpctest.M[mgmtdapi.ListServicesReq](mgmtdapi.MethodListServices),
+	rpctest.M[mgmtdapi.SetNodeHeldReq](mgmtdapi.MethodSetNodeHeld),
 }
 
 func mgmtdMethod(m rpc.Method) uint8 {
@@ -97,6 +98,9 @@ func FuzzMgmtdHandlers(f *testing.F) {
 	add(mgmtdapi.MethodListNodes, &mgmtdapi.ListNodesReq{})
 	add(mgmtdapi.MethodRegister, &mgmtdapi.RegisterReq{Kind: mgmtdapi.KindMetad, ID: "meta-1", Addr: "127.0.0.1:5"})
 	add(mgmtdapi.MethodListServices, &mgmtdapi.ListServicesReq{Kind: mgmtdapi.KindMetad})
+	add(mgmtdapi.MethodSetNodeHeld, &mgmtdapi.SetNodeHeldReq{Node: 3, Held: true, DryRun: true})
+	add(mgmtdapi.MethodSetNodeHeld, &mgmtdapi.SetNodeHeldReq{Node: 3, Held: true})
+	add(mgmtdapi.MethodSetNodeHeld, &mgmtdapi.SetNodeHeldReq{Node: 3})
 
 	getRouting := mgmtdMethods[mgmtdMethod(mgmtdapi.MethodGetRouting)]
 	f.Fuzz(func(t *testing.T, method uint8, msg []byte) {

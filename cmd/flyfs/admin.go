@@ -43,7 +43,7 @@ are sent to the primary, found by following redirects).`,
 	addTokenFlags(pf, &o.tok)
 	pf.DurationVar(&o.timeout, "timeout", 10*time.Second, "give up after this long")
 	cmd.AddCommand(adminNodesCmd(o), adminChainsCmd(o), adminCreateChainsCmd(o), adminHoldCmd(o, true), adminHoldCmd(o, false))
-	cmd.AddCommand(adminFsckCmd(o), adminKeysCmd(o), adminGCCmd(o), adminWaitCmd(o), adminCacheCmd())
+	cmd.AddCommand(adminFsckCmd(o), adminKeysCmd(o), adminGCCmd(o), adminWaitCmd(o), adminCacheCmd(), adminMaintenanceCmd(o))
 	return cmd
 }
 

@@ -272,3 +272,41 @@ func TestAdminOfflineLastServing(t *testing.T) {
 		t.Fatalf("offline-target --force: %v\n%s", err, out)
 	}
 }
+
+// TestAdminMaintenance: maintenance start shows its plan and asks, holds
+// what the chains can spare and names the last serving replica it skips;
+// end releases.
+func TestAdminMaintenance(t *testing.T) {
+	addr := adminTestMgmtd(t)
+	if out, err := adminRun(t, addr, "", "create-chains", "--nodes", "1,2", "--replicas", "2", "--chains", "2", "--layout", "simple"); err != nil {
+		t.Fatalf("create-chains: %v\n%s", err, out)
+	}
+	if out, err := adminRun(t, addr, "", "create-chains", "--nodes", "2", "--replicas", "1", "--chains", "1", "--layout", "simple", "--first-chain", "3"); err != nil {
+		t.Fatalf("create-chains: %v\n%s", err, out)
+	}
+	out, err := adminRun(t, addr, "n\n", "maintenance", "start", "2")
+	if err == nil || !strings.Contains(out, "would:") || !strings.Contains(err.Error(), "not confirmed") {
+		t.Fatalf("declined maintenance: %v\n%s", err, out)
+	}
+	if out, _ := adminRun(t, addr, "", "chains"); !strings.Contains(out, "0 degraded") {
+		t.Fatalf("a declined maintenance changed something:\n%s", out)
+	}
+	out, err = adminRun(t, addr, "", "maintenance", "start", "--dry-run", "2")
+	if err != nil || strings.Count(out, "hold offline") != 2 || !strings.Contains(out, "skip: the last serving replica of chain") {
+		t.Fatalf("dry run: %v\n%s", err, out)
+	}
+	out, err = adminRun(t, addr, "", "maintenance", "start", "--yes", "2")
+	if err != nil || strings.Count(out, "held offline") != 2 {
+		t.Fatalf("maintenance start: %v\n%s", err, out)
+	}
+	if out, _ := adminRun(t, addr, "", "chains"); !strings.Contains(out, "2 degraded") {
+		t.Errorf("chains in maintenance:\n%s", out)
+	}
+	out, err = adminRun(t, addr, "", "maintenance", "end", "2")
+	if err != nil || strings.Count(out, "released") != 2 {
+		t.Fatalf("maintenance end: %v\n%s", err, out)
+	}
+	if _, err := adminRun(t, addr, "", "maintenance", "start", "--yes", "9"); err == nil || !strings.Contains(err.Error(), "no targets") {
+		t.Errorf("maintenance of a node without targets: %v", err)
+	}
+}

@@ -171,6 +171,12 @@ func (m *Mgmtd) SetChains(ctx context.Context, req *mgmtdapi.SetChainsReq) (*mgm
 	return callPrimary[mgmtdapi.SetChainsReq, mgmtdapi.SetChainsResp](ctx, m, mgmtdapi.MethodSetChains, req)
 }
 
+// SetNodeHeld puts a storage node into maintenance, or ends it, through the
+// primary.
+func (m *Mgmtd) SetNodeHeld(ctx context.Context, req *mgmtdapi.SetNodeHeldReq) (*mgmtdapi.SetNodeHeldResp, error) {
+	return callPrimary[mgmtdapi.SetNodeHeldReq, mgmtdapi.SetNodeHeldResp](ctx, m, mgmtdapi.MethodSetNodeHeld, req)
+}
+
 // SetTargetHeld holds a target offline, or releases it, through the primary.
 func (m *Mgmtd) SetTargetHeld(ctx context.Context, req *mgmtdapi.SetTargetHeldReq) (*mgmtdapi.SetTargetHeldResp, error) {
 	return callPrimary[mgmtdapi.SetTargetHeldReq, mgmtdapi.SetTargetHeldResp](ctx, m, mgmtdapi.MethodSetTargetHeld, req)

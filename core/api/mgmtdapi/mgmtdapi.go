@@ -22,6 +22,7 @@ const (
 	MethodListNodes     rpc.Method = 0x0106 // the primary; another mgmtd answers NotPrimary, or a partial list when no primary is elected
 	MethodRegister      rpc.Method = 0x0107 // primary only: a service (metad, gateway, client) says it is alive
 	MethodListServices  rpc.Method = 0x0108 // primary only: the registered services
+	MethodSetNodeHeld   rpc.Method = 0x0109 // primary only: a node's maintenance: hold its targets as chains allow, or release them
 )
 
 // Error codes.
@@ -50,6 +51,7 @@ func init() {
 	rpc.RegisterMethod(MethodGetPrimary, "mgmtd.GetPrimary")
 	rpc.RegisterMethod(MethodSetChains, "mgmtd.SetChains")
 	rpc.RegisterMethod(MethodSetTargetHeld, "mgmtd.SetTargetHeld")
+	rpc.RegisterMethod(MethodSetNodeHeld, "mgmtd.SetNodeHeld")
 	rpc.RegisterMethod(MethodListNodes, "mgmtd.ListNodes")
 	rpc.RegisterMethod(MethodRegister, "mgmtd.Register")
 	rpc.RegisterMethod(MethodListServices, "mgmtd.ListServices")
@@ -235,6 +237,34 @@ type SetTargetHeldReq struct {
 	Force bool `cbor:"3,keyasint,omitempty"`
 }
 
+// SetNodeHeldReq puts a storage node into maintenance (Held: every target
+// of it that its chain can spare is held offline; a chain's last serving
+// replica is not) or ends it (every held target of it is released).
+// DryRun answers what would happen and changes nothing.
+type SetNodeHeldReq struct {
+	Node   routing.NodeID `cbor:"1,keyasint"`
+	Held   bool           `cbor:"2,keyasint"`
+	DryRun bool           `cbor:"3,keyasint,omitempty"`
+}
+
+// SetNodeHeldResp says, target by target, what was (or would be) done.
+type SetNodeHeldResp struct {
+	Targets        []NodeTargetHold `cbor:"1,keyasint"`
+	RoutingVersion uint64           `cbor:"2,keyasint"` // holding the change (the current one for a dry run)
+}
+
+// NodeTargetHold is one target of a SetNodeHeld.
+type NodeTargetHold struct {
+	Target routing.TargetID `cbor:"1,keyasint"`
+	Chain  routing.ChainID  `cbor:"2,keyasint"`
+	// Changed: held (or released) by this call; else Skipped says why not
+	// (already so, or the chain's last serving replica).
+	Changed bool   `cbor:"3,keyasint,omitempty"`
+	Skipped string `cbor:"4,keyasint,omitempty"`
+	// ChainServing is how many of the chain's replicas serve after the call.
+	ChainServing int `cbor:"5,keyasint"`
+}
+
 // SetTargetHeldResp returns the routing version that holds the change.
 type SetTargetHeldResp struct {
 	RoutingVersion uint64 `cbor:"1,keyasint"`
@@ -291,6 +321,11 @@ func (c Client) GetPrimary(ctx context.Context, addr string) (*GetPrimaryResp, e
 
 func (c Client) SetChains(ctx context.Context, addr string, req *SetChainsReq) (*SetChainsResp, error) {
 	resp, _, err := rpc.Call[SetChainsReq, SetChainsResp](ctx, c.RPC, addr, MethodSetChains, req, nil)
+	return resp, err
+}
+
+func (c Client) SetNodeHeld(ctx context.Context, addr string, req *SetNodeHeldReq) (*SetNodeHeldResp, error) {
+	resp, _, err := rpc.Call[SetNodeHeldReq, SetNodeHeldResp](ctx, c.RPC, addr, MethodSetNodeHeld, req, nil)
 	return resp, err
 }
 

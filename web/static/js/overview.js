@@ -1,6 +1,6 @@
 // Overview: health in one line, services, capacity, live charts.
 import * as api from './api.js';
-import { h, replace, badge, fmtBytes, fmtNum, fmtAgo } from './dom.js';
+import { h, replace, badge, fmtBytes, fmtNum, fmtAgo, dialog } from './dom.js';
 import { chart } from './chart.js';
 
 const RANGES = [['5m', '5 minutes'], ['1h', '1 hour']];
@@ -43,6 +43,34 @@ export function overviewPage(root, params) {
   }
   function schedule(ms) { if (!stopped) timer = setTimeout(refresh, ms); }
 
+  // Node maintenance: a preview of what would be held (and which chains'
+  // last serving replicas are skipped), then the holds; or the release.
+  function maintenanceButton(n) {
+    const inMaintenance = n.targets.some(t => t.held);
+    const b = h('button', { class: 'small ' + (inMaintenance ? 'secondary' : 'danger'), dataset: { node: n.node, action: inMaintenance ? 'end-maintenance' : 'maintenance' } },
+      inMaintenance ? 'End maintenance' : 'Maintenance…');
+    b.addEventListener('click', async () => {
+      try {
+        if (inMaintenance) {
+          if (!await dialog(`End maintenance of node ${n.node}?`, [h('p', {}, 'Its held targets rejoin their chains: waiting, then syncing, then serving.')], { okText: 'End maintenance' })) return;
+          await api.del(`/api/nodes/${n.node}/maintenance`);
+        } else {
+          const plan = await api.post(`/api/nodes/${n.node}/maintenance`, { dryRun: true });
+          const rows = plan.targets.map(t => h('tr', { dataset: { target: t.target } }, h('td', {}, String(t.target)), h('td', {}, String(t.chain)),
+            h('td', {}, t.changed ? 'held offline' : 'kept: ' + t.skipped), h('td', { class: 'num' }, String(t.chainServing))));
+          const body = [h('p', {}, `Each target of node ${n.node} its chain can spare is held offline; a chain's last serving replica is kept, so no chain stops serving.`),
+            h('table', { id: 'maintenance-plan' }, h('thead', {}, h('tr', {}, ['Target', 'Chain', 'Action', 'Chain serving after'].map(x => h('th', {}, x)))), h('tbody', {}, rows))];
+          if (!await dialog(`Maintenance of node ${n.node}`, body, { okText: 'Start maintenance', okClass: 'danger' })) return;
+          await api.post(`/api/nodes/${n.node}/maintenance`, {});
+        }
+        refresh();
+      } catch (err) {
+        replace(health, h('div', { class: 'health' }, badge('unavailable'), h('span', {}, err.message)));
+      }
+    });
+    return b;
+  }
+
   function render(o) {
     replace(health,
       h('div', { class: 'health' }, badge(o.health.state, o.health.state), h('span', {}, healthLine(o))),
@@ -69,7 +97,8 @@ export function overviewPage(root, params) {
     for (const s of o.services || []) rows.push(h('tr', {}, h('td', {}, s.kind), h('td', {}, s.id), h('td', { class: 'mono' }, s.addr || '–'), h('td', {}, badge(s.alive ? 'alive' : 'failed', s.alive ? 'alive' : 'gone')), h('td', {}, fmtAgo(s.lastSeen)), h('td', { class: 'muted' }, cacheText(s.cache))));
     for (const n of o.storage) rows.push(h('tr', { class: n.state === 'alive' ? '' : 'degraded' },
       h('td', {}, 'storaged'), h('td', {}, 'node ' + n.node), h('td', { class: 'mono' }, n.addr || '–'), h('td', {}, badge(n.state === 'alive' ? 'alive' : 'failed', n.state)),
-      h('td', {}, fmtAgo(n.lastHeartbeat)), h('td', { class: 'muted' }, n.targets.map(t => `${t.target} ${t.public ? t.public + ' (node: ' + t.local + ')' : t.local}${t.held ? ', held by an admin' : ''}`).join('; '))));
+      h('td', {}, fmtAgo(n.lastHeartbeat)), h('td', { class: 'muted' }, n.targets.map(t => `${t.target} ${t.public ? t.public + ' (node: ' + t.local + ')' : t.local}${t.held ? ', held by an admin' : ''}`).join('; '),
+        n.targets.length ? [' ', maintenanceButton(n)] : null)));
     replace(services, h('div', { class: 'table-wrap' }, h('table', { id: 'services' },
       h('thead', {}, h('tr', {}, ['Service', 'ID', 'Address', 'State', 'Last heartbeat', 'Targets, cache'].map(t => h('th', {}, t)))),
       h('tbody', {}, rows))));
