@@ -724,3 +724,52 @@ func TestNodeMaintenanceAPI(t *testing.T) {
 		t.Errorf("maintenance of a node without targets: %d", st)
 	}
 }
+
+// TestListSortedAndSearched: ?sort= and ?q= read the directory whole, sort
+// it (natural order by default, directories first), filter it by a part of
+// the name, count what matched and page by offset.
+func TestListSortedAndSearched(t *testing.T) {
+	c := startFS(t)
+	r := fsRig(t, c, false)
+	b := r.browser()
+	b.signIn(r.admin)
+	ctx := context.Background()
+	if err := r.fs.MkdirAll(ctx, "/d/sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range []string{"part-10", "part-2", "part-1", "other"} {
+		f, err := r.fs.Create(ctx, "/d/"+n, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteAt(make([]byte, 10*(i+1)), 0)
+		f.Close()
+	}
+	names := func(l listJSON) string {
+		var s []string
+		for _, e := range l.Entries {
+			s = append(s, e.Name)
+		}
+		return strings.Join(s, " ")
+	}
+	var l listJSON
+	b.must("GET", "/api/fs/list?path=/d&sort=natural", nil, &l)
+	if names(l) != "sub other part-1 part-2 part-10" || l.Total == nil || *l.Total != 5 {
+		t.Errorf("natural: %q total %v", names(l), l.Total)
+	}
+	b.must("GET", "/api/fs/list?path=/d&sort=size&order=desc", nil, &l)
+	if names(l) != "sub other part-1 part-2 part-10" {
+		t.Errorf("size, descending (directories first still): %q", names(l))
+	}
+	b.must("GET", "/api/fs/list?path=/d&q=PART&limit=2&offset=1", nil, &l)
+	if names(l) != "part-2 part-10" || *l.Total != 3 || l.Offset != 1 || l.More {
+		t.Errorf("search, page 2: %q total %v offset %d more %v", names(l), *l.Total, l.Offset, l.More)
+	}
+	b.must("GET", "/api/fs/list?path=/d&sort=name", nil, &l)
+	if names(l) != "other part-1 part-10 part-2 sub" {
+		t.Errorf("byte order: %q", names(l))
+	}
+	if st, _ := b.do("GET", "/api/fs/list?path=/d&sort=color", nil, nil); st != http.StatusBadRequest {
+		t.Errorf("an unknown sort: %d", st)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -452,4 +453,37 @@ func TestBrowserNodeMaintenance(t *testing.T) {
 	b.do("end it", chromedp.Click(chromedp.CSS(`button[data-node="1"][data-action="end-maintenance"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
 	b.waitJS("node 1 out of maintenance", `!!document.querySelector('button[data-node="1"][data-action="maintenance"]')`, 15*time.Second)
+}
+
+// TestBrowserBigDirectory: a directory of 250 files lists in natural order
+// with its total, pages by the URL, and searches within it.
+func TestBrowserBigDirectory(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium found (install the Debian package chromium): browser tests skipped")
+	}
+	c := startFS(t)
+	r := fsRig(t, c, false)
+	ctx := context.Background()
+	if err := r.fs.MkdirAll(ctx, "/big", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 250; i++ {
+		f, err := r.fs.Create(ctx, fmt.Sprintf("/big/f-%d", i), 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	b := newTab(t, r.srv.URL)
+	b.signIn(r.admin)
+	b.goTo("#/ns?path=/big")
+	rows := `[...document.querySelectorAll('#listing tbody tr')].map(tr => tr.dataset.name)`
+	b.waitJS("natural order with the total", `(() => { const n = `+rows+`; return document.getElementById('ns-total').textContent === '250 entries' &&
+		n.length === 200 && n[0] === 'f-1' && n[1] === 'f-2' && n[9] === 'f-10' && document.querySelector('.pager').textContent.includes('page 1 of 2'); })()`, 15*time.Second)
+	b.do("next page", chromedp.Click(chromedp.CSS("#next-page-bottom")))
+	b.waitJS("page 2 in the URL", `(() => { const n = `+rows+`; return location.hash.includes('page=2') && n.length === 50 && n[0] === 'f-201'; })()`, 10*time.Second)
+	b.do("search", chromedp.SendKeys(chromedp.CSS("#ns-search"), "f-2\r"))
+	b.waitJS("the search's matches", `(() => { const n = `+rows+`; return location.hash.includes('q=f-2') && !location.hash.includes('page=') &&
+		document.getElementById('ns-total').textContent.startsWith('62 matching') && n[0] === 'f-2' && n[1] === 'f-20'; })()`, 10*time.Second)
+	b.shot("big-directory-search")
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -173,6 +174,10 @@ type listJSON struct {
 	Entries []entryJSON `json:"entries"`
 	More    bool        `json:"more"`
 	Next    string      `json:"next"` // pass as ?after= for the next page
+	// With ?sort= or ?q=: the entries that matched, and where this page
+	// starts among them.
+	Total  *int `json:"total,omitempty"`
+	Offset int  `json:"offset,omitempty"`
 }
 
 // hiddenUpload marks the staging files of uploads in progress; listings
@@ -203,6 +208,10 @@ func (c *Console) handleList(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusConflict, "not_a_directory", p+" is not a directory")
 		return
 	}
+	if q := r.URL.Query(); q.Has("sort") || q.Has("q") {
+		c.listSorted(ctx, w, r, p, dir.ID, limit)
+		return
+	}
 	ents, more, err := c.meta().ReadDir(ctx, dir.ID, after, limit, true)
 	if err != nil {
 		nsError(w, "list "+p, err)
@@ -211,17 +220,155 @@ func (c *Console) handleList(w http.ResponseWriter, r *http.Request) {
 	out := listJSON{Path: p, Ino: dir.ID, Entries: []entryJSON{}, More: more}
 	for _, e := range ents {
 		out.Next = e.Name
-		if strings.HasPrefix(e.Name, hiddenUpload) || (p == "/" && e.Name == client.S3StagingRoot) {
-			continue // the console's and the S3 gateway's uploads in flight
+		if hiddenEntry(p, e.Name) {
+			continue
 		}
-		ej := entryJSON{Name: e.Name, Type: typeName(e.Type), Ino: e.Ino}
-		if e.Inode != nil {
-			ej.Size, ej.Mode, ej.Mtime = e.Inode.Length, modeString(*e.Inode), unixTime(e.Inode.Mtime)
-		}
-		out.Entries = append(out.Entries, ej)
+		out.Entries = append(out.Entries, entryOf(e))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+func entryOf(e metaapi.DirEntry) entryJSON {
+	ej := entryJSON{Name: e.Name, Type: typeName(e.Type), Ino: e.Ino}
+	if e.Inode != nil {
+		ej.Size, ej.Mode, ej.Mtime = e.Inode.Length, modeString(*e.Inode), unixTime(e.Inode.Mtime)
+	}
+	return ej
+}
+
+// hiddenEntry says whether a listing leaves name out: the console's and the
+// S3 gateway's uploads in flight.
+func hiddenEntry(dir, name string) bool {
+	return strings.HasPrefix(name, hiddenUpload) || (dir == "/" && name == client.S3StagingRoot)
+}
+
+// maxSorted bounds the directories listSorted reads whole.
+const maxSorted = 100_000
+
+// listSorted answers a listing with ?sort= or ?q=: the whole directory read
+// (up to maxSorted entries), filtered by q (a case-insensitive part of the
+// name), sorted, and paged by ?offset=. total counts what matched.
+func (c *Console) listSorted(ctx context.Context, w http.ResponseWriter, r *http.Request, p string, dir uint64, limit int) {
+	q := r.URL.Query()
+	by, order, find := q.Get("sort"), q.Get("order"), strings.ToLower(q.Get("q"))
+	if by == "" {
+		by = "natural"
+	}
+	less, ok := entryOrders[by]
+	if !ok || (order != "" && order != "asc" && order != "desc") {
+		apiError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("sort %q order %q: sort is name, natural, size or mtime; order asc or desc", by, order))
+		return
+	}
+	offset, err := queryInt(r, "offset", 0, 0, maxSorted)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	var all []entryJSON
+	after := ""
+	for {
+		ents, more, err := c.meta().ReadDir(ctx, dir, after, 1000, true)
+		if err != nil {
+			nsError(w, "list "+p, err)
+			return
+		}
+		for _, e := range ents {
+			after = e.Name
+			if hiddenEntry(p, e.Name) || (find != "" && !strings.Contains(strings.ToLower(e.Name), find)) {
+				continue
+			}
+			all = append(all, entryOf(e))
+		}
+		if len(all) > maxSorted {
+			apiError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("%s has more than %d entries to sort: list it in name order (no sort or search)", p, maxSorted))
+			return
+		}
+		if !more {
+			break
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if by != "name" && (a.Type == "dir") != (b.Type == "dir") {
+			return a.Type == "dir" // either way round
+		}
+		if order == "desc" {
+			return less(b, a)
+		}
+		return less(a, b)
+	})
+	out := listJSON{Path: p, Ino: dir, Entries: all[min(offset, len(all)):min(offset+limit, len(all))], Total: &[]int{len(all)}[0], Offset: offset}
+	out.More = offset+len(out.Entries) < len(all)
+	writeJSON(w, http.StatusOK, out)
+}
+
+// entryOrders are the sorts of listSorted. Every order but raw name order
+// lists directories first, as file browsers do (listSorted sees to it).
+var entryOrders = map[string]func(a, b entryJSON) bool{
+	"name":    func(a, b entryJSON) bool { return a.Name < b.Name },
+	"natural": func(a, b entryJSON) bool { return naturalLess(a.Name, b.Name) },
+	"size": func(a, b entryJSON) bool {
+		if a.Size != b.Size {
+			return a.Size < b.Size
+		}
+		return naturalLess(a.Name, b.Name)
+	},
+	"mtime": func(a, b entryJSON) bool {
+		ta, tb := timeOf(a.Mtime), timeOf(b.Mtime)
+		if !ta.Equal(tb) {
+			return ta.Before(tb)
+		}
+		return naturalLess(a.Name, b.Name)
+	},
+}
+
+func timeOf(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+// naturalLess orders names as people count: runs of digits compare by their
+// value (part-2 before part-10), the rest by bytes; equal values with more
+// leading zeros sort later, and names equal so far by bytes.
+func naturalLess(a, b string) bool {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		ca, cb := a[i], b[j]
+		if isDigit(ca) && isDigit(cb) {
+			si, sj := i, j
+			for i < len(a) && isDigit(a[i]) {
+				i++
+			}
+			for j < len(b) && isDigit(b[j]) {
+				j++
+			}
+			da, db := strings.TrimLeft(a[si:i], "0"), strings.TrimLeft(b[sj:j], "0")
+			if len(da) != len(db) {
+				return len(da) < len(db)
+			}
+			if da != db {
+				return da < db
+			}
+			if i-si != j-sj {
+				return i-si < j-sj // fewer leading zeros first
+			}
+			continue
+		}
+		if ca != cb {
+			return ca < cb
+		}
+		i++
+		j++
+	}
+	if len(a)-i != len(b)-j {
+		return len(a)-i < len(b)-j
+	}
+	return a < b
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 type xattrJSON struct {
 	Name     string `json:"name"`

@@ -8,8 +8,33 @@ const PART = 8 << 20; // upload part size: bounded memory on both ends, retryabl
 
 export function joinPath(dir, name) { return (dir === '/' ? '' : dir) + '/' + name; }
 
+const SORTS = [['natural', 'Name'], ['name', 'Name (byte order)'], ['size', 'Size'], ['mtime', 'Modified']];
+
 export function nsPage(root, params) {
   const path = params.get('path') || '/';
+  // The listing's view lives in the URL: sort, order, search and page.
+  const view = {
+    sort: SORTS.some(([v]) => v === params.get('sort')) ? params.get('sort') : 'natural',
+    order: params.get('order') === 'desc' ? 'desc' : 'asc',
+    q: params.get('q') || '',
+    page: Math.max(1, parseInt(params.get('page') || '1', 10) || 1),
+  };
+  const go = (changes) => {
+    const v = { ...view, ...changes };
+    const p = { path };
+    if (v.sort !== 'natural') p.sort = v.sort;
+    if (v.order !== 'asc') p.order = v.order;
+    if (v.q) p.q = v.q;
+    if (v.page > 1) p.page = v.page;
+    location.hash = '#/ns?' + api.q(p);
+  };
+  const search = h('input', { id: 'ns-search', type: 'search', placeholder: 'search names here', value: view.q, size: 22 });
+  search.addEventListener('keydown', (ev) => { if (ev.key === 'Enter') go({ q: search.value.trim(), page: 1 }); });
+  const sortSel = h('select', { id: 'ns-sort' }, SORTS.map(([v, label]) => { const o = h('option', { value: v }, label); o.selected = v === view.sort; return o; }));
+  sortSel.addEventListener('change', () => go({ sort: sortSel.value, page: 1 }));
+  const orderBtn = h('button', { class: 'secondary small', id: 'ns-order', type: 'button', onclick: () => go({ order: view.order === 'asc' ? 'desc' : 'asc', page: 1 }) },
+    view.order === 'asc' ? '↑ ascending' : '↓ descending');
+  const total = h('span', { class: 'muted', id: 'ns-total' });
   const crumbs = h('div', { class: 'crumbs', id: 'crumbs' });
   const msg = h('p', { class: 'error', id: 'ns-error', role: 'alert' });
   const tbody = h('tbody');
@@ -26,9 +51,10 @@ export function nsPage(root, params) {
     h('div', { class: 'toolbar' },
       h('button', { id: 'mkdir-btn', onclick: mkdir }, 'New directory'),
       h('button', { id: 'upload-btn', class: 'secondary', onclick: () => fileInput.click() }, 'Upload files'), fileInput,
-      h('button', { class: 'secondary', onclick: () => load(pages[pageNo]) }, 'Refresh'),
+      h('button', { class: 'secondary', onclick: () => reload() }, 'Refresh'),
       h('span', { class: 'muted' }, 'or drop files on the list'),
       h('span', { class: 'spacer' }), pager),
+    h('div', { class: 'toolbar' }, search, sortSel, orderBtn, total),
     msg, uploadsEl, table, pagerBottom, details);
 
   // Breadcrumbs: each component is a link built from text, never markup.
@@ -40,18 +66,43 @@ export function nsPage(root, params) {
   });
   replace(crumbs, links);
 
-  // Paging by cursor: pages[i] is the name the page i starts after.
+  // Sorted listings page by offset (the page is in the URL); a directory too
+  // large to sort pages by cursor in name order: pages[i] is the name page i
+  // starts after.
   const pages = [''];
   let pageNo = 0;
+  let sorted = true;
 
   async function load(after) {
+    if (sorted) {
+      try {
+        const r = await api.get('/api/fs/list?' + api.q({ path, sort: view.sort, order: view.order, q: view.q, offset: (view.page - 1) * PAGE, limit: PAGE }));
+        msg.textContent = '';
+        const pagesAll = Math.max(1, Math.ceil(r.total / PAGE));
+        total.textContent = view.q ? `${r.total.toLocaleString()} matching “${view.q}”` : `${r.total.toLocaleString()} entries`;
+        replace(tbody, r.entries.map(row));
+        if (r.entries.length === 0) replace(tbody, h('tr', {}, h('td', { colspan: 6, class: 'muted' }, view.q ? 'Nothing matches.' : 'This directory is empty.')));
+        const controls = (suffix) => [
+          h('button', { class: 'secondary small', disabled: view.page <= 1, onclick: () => go({ page: view.page - 1 }) }, '‹ Previous'),
+          h('span', {}, `page ${view.page} of ${pagesAll}`),
+          h('button', { class: 'secondary small', disabled: !r.more, id: 'next-page' + suffix, onclick: () => go({ page: view.page + 1 }) }, 'Next ›')];
+        replace(pager, controls(''));
+        replace(pagerBottom, r.entries.length > 20 || view.page > 1 ? controls('-bottom') : []);
+        return;
+      } catch (err) {
+        if (!(err instanceof api.ApiError) || err.code !== 'too_large') { msg.textContent = err.message; return; }
+        sorted = false; // too large to sort: name order, by cursor
+        total.textContent = 'too many entries to sort or search: name order';
+        search.disabled = sortSel.disabled = orderBtn.disabled = true;
+      }
+    }
     try {
       const r = await api.get('/api/fs/list?' + api.q({ path, after, limit: PAGE }));
       msg.textContent = '';
       replace(tbody, r.entries.map(row));
       if (r.entries.length === 0) replace(tbody, h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'This directory is empty.')));
       const controls = (suffix) => [
-        h('button', { class: 'secondary small', disabled: pageNo === 0, onclick: () => { pageNo--; load(pages[pageNo]); } }, '‹ Previous'),
+        h('button', { class: 'secondary small', disabled: pageNo === 0, onclick: () => { pageNo--; reload(); } }, '‹ Previous'),
         h('span', {}, `page ${pageNo + 1}`),
         h('button', { class: 'secondary small', disabled: !r.more, id: 'next-page' + suffix, onclick: () => { pages[pageNo + 1] = r.next; pageNo++; load(r.next); } }, 'Next ›')];
       replace(pager, controls(''));
@@ -109,7 +160,7 @@ export function nsPage(root, params) {
     if (!await dialog('New directory in ' + path, [h('label', {}, 'Name', input)], { okText: 'Create' })) return;
     try {
       await api.post('/api/fs/mkdir', { path: joinPath(path, input.value) });
-      load(pages[pageNo]);
+      reload();
     } catch (err) { msg.textContent = err.message; }
   }
 
@@ -118,7 +169,7 @@ export function nsPage(root, params) {
     if (!await dialog(`Rename or move ${e.name}`, [h('p', {}, 'New path (the move is atomic; a directory moves with everything in it):'), input], { okText: 'Rename' })) return;
     try {
       await api.post('/api/fs/rename', { from: full, to: input.value.trim() });
-      load(pages[pageNo]);
+      reload();
     } catch (err) { msg.textContent = err.message; }
   }
 
@@ -140,7 +191,7 @@ export function nsPage(root, params) {
     try {
       await api.post('/api/fs/delete', { path: full, recursive: dir });
       replace(details);
-      load(pages[pageNo]);
+      reload();
     } catch (err) { msg.textContent = err.message; }
   }
 
@@ -184,7 +235,7 @@ export function nsPage(root, params) {
       show(file.size);
       status.textContent = 'done';
       rowEl.dataset.done = 'true';
-      load(pages[pageNo]);
+      reload();
       setTimeout(() => rowEl.remove(), 4000);
     } catch (err) {
       status.textContent = 'failed: ' + err.message;
@@ -200,6 +251,8 @@ export function nsPage(root, params) {
     table.classList.remove('over');
     for (const f of e.dataTransfer.files) upload(f);
   });
+
+  function reload() { load(pages[pageNo]); }
 
   load('');
   return { stop() {} };
