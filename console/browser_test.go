@@ -487,3 +487,26 @@ func TestBrowserBigDirectory(t *testing.T) {
 		document.getElementById('ns-total').textContent.startsWith('62 matching') && n[0] === 'f-2' && n[1] === 'f-20'; })()`, 10*time.Second)
 	b.shot("big-directory-search")
 }
+
+// TestBrowserPhoneWidth: at 390 px every page fits the screen's width (tables
+// scroll inside their frames), the nav is all on screen, and a dialog fits.
+func TestBrowserPhoneWidth(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium found (install the Debian package chromium): browser tests skipped")
+	}
+	c := startFS(t)
+	r := fsRig(t, c, false)
+	b := newTab(t, r.srv.URL)
+	b.do("a phone's screen", chromedp.EmulateViewport(390, 844))
+	b.signIn(r.admin)
+	fits := `(() => document.documentElement.scrollWidth <= window.innerWidth &&
+		[...document.querySelectorAll('#nav a, #signout')].every(e => { const r = e.getBoundingClientRect(); return r.left >= 0 && r.right <= window.innerWidth && r.width > 0; }))()`
+	for _, page := range []string{"overview", "chains", "ns", "keys"} {
+		b.goTo("#/" + page)
+		b.waitJS(page+" at 390 px", `document.querySelector('#page h1') !== null && `+fits, 15*time.Second)
+		b.shot("phone-" + page)
+	}
+	b.do("open a dialog", chromedp.Click(chromedp.CSS("#create-key")), chromedp.WaitVisible(chromedp.CSS("#key-desc")))
+	b.waitJS("the dialog within the screen", `(() => { const r = document.getElementById('dialog').getBoundingClientRect(); return r.left >= 0 && r.right <= window.innerWidth; })() && `+fits, 5*time.Second)
+	b.shot("phone-dialog")
+}
