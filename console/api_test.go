@@ -773,3 +773,33 @@ func TestListSortedAndSearched(t *testing.T) {
 		t.Errorf("an unknown sort: %d", st)
 	}
 }
+
+// TestAuditTrail: the console's own actions and the holds it asks of mgmtd
+// are in the audit trail with the signed-in key, newest first.
+func TestAuditTrail(t *testing.T) {
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Chains: 1, Replicas: 1}})
+	r := newRig(t, rigConfig{mgmtd: c.MgmtdAddrs(), rc: c.RPCClient("console"), fs: c.FS()})
+	b := r.browser()
+	b.signIn(r.admin)
+	b.must("POST", "/api/fs/mkdir", map[string]any{"path": "/audited"}, nil)
+	b.do("POST", "/api/targets/101/offline", map[string]any{}, nil) // refused: the last serving replica
+	var a struct {
+		Records []auditJSON `json:"records"`
+	}
+	b.must("GET", "/api/audit?limit=10", nil, &a)
+	if len(a.Records) < 2 {
+		t.Fatalf("audit trail: %+v", a.Records)
+	}
+	who := "console: " + r.admin.AccessKey
+	hold, mkdir := a.Records[0], a.Records[1]
+	if hold.By != who || hold.Action != "hold target 101 offline" || !strings.Contains(hold.Result, "last serving replica") {
+		t.Errorf("the refused hold: %+v", hold)
+	}
+	if mkdir.By != who || mkdir.Action != "make directory /audited" || mkdir.Result != "ok" || mkdir.At.After(hold.At) {
+		t.Errorf("the mkdir: %+v", mkdir)
+	}
+	b.must("GET", "/api/audit?limit=10&before="+hold.At.Format(time.RFC3339Nano), nil, &a)
+	if len(a.Records) == 0 || a.Records[0].Action != "make directory /audited" {
+		t.Errorf("the page before the hold: %+v", a.Records)
+	}
+}

@@ -415,6 +415,11 @@ func TestBrowserLastServingHold(t *testing.T) {
 	b.do("type the chain id and force", chromedp.SendKeys(chromedp.CSS("#force-chain"), "1"), chromedp.Click(chromedp.CSS("#dialog-ok")))
 	b.waitJS("target 101 held offline", `(() => { const e = document.querySelector('.target[data-target="101"]'); return e && e.dataset.public !== 'serving' && e.textContent.includes('held by an admin'); })()`, 15*time.Second)
 
+	// The forced hold is in the audit trail, with who asked.
+	b.goTo("#/audit")
+	b.waitJS("the forced hold in the audit trail", `[...document.querySelectorAll('#audit tbody tr')].some(tr => tr.cells[2].textContent === 'hold target 101 offline (forced)' && tr.cells[1].textContent === 'console: `+r.admin.AccessKey+`')`, 10*time.Second)
+	b.shot("audit")
+
 	// Signing out leaves the sign-in form alone, and says so without alarm.
 	b.do("sign out", chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#signin-access")))
 	b.waitJS("the signed-in chrome gone after sign-out", signedOutChrome+` && document.getElementById('signin-error').classList.contains('info')`, 5*time.Second)

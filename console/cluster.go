@@ -702,7 +702,7 @@ func (c *Console) handleHold(hold bool) http.HandlerFunc {
 				return
 			}
 		}
-		resp, err := c.mgmtd.SetTargetHeld(ctx, &mgmtdapi.SetTargetHeldReq{Target: target, Held: hold, Force: hold && body.Force})
+		resp, err := c.mgmtd.SetTargetHeld(ctx, &mgmtdapi.SetTargetHeldReq{Target: target, Held: hold, Force: hold && body.Force, By: consoleWho(r)})
 		switch rpc.CodeOf(err) {
 		case mgmtdapi.CodeUnknownTarget:
 			apiError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no chain has target %d", id))
@@ -761,7 +761,7 @@ func (c *Console) handleMaintenance(held bool) http.HandlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
-		resp, err := c.mgmtd.SetNodeHeld(ctx, &mgmtdapi.SetNodeHeldReq{Node: routing.NodeID(id), Held: held, DryRun: held && body.DryRun})
+		resp, err := c.mgmtd.SetNodeHeld(ctx, &mgmtdapi.SetNodeHeldReq{Node: routing.NodeID(id), Held: held, DryRun: held && body.DryRun, By: consoleWho(r)})
 		if err != nil {
 			clusterDown(w, err)
 			return
@@ -779,4 +779,57 @@ func (c *Console) handleMaintenance(held bool) http.HandlerFunc {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"node": id, "held": held, "dryRun": held && body.DryRun, "targets": out, "routingVersion": resp.RoutingVersion})
 	}
+}
+
+// consoleWho names the signed-in key, for the audit trail.
+func consoleWho(r *http.Request) string { return "console: " + sessionOf(r).who.AccessKey }
+
+// auditAction records an action the console did itself in mgmtd's audit
+// trail (holds and maintenance mgmtd records on its own). A failure to record
+// is logged, not the action's.
+func (c *Console) auditAction(r *http.Request, action string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+	defer cancel()
+	if err := c.mgmtd.Audit(ctx, mgmtdapi.AuditRecord{By: consoleWho(r), Action: action, Result: "ok"}); err != nil {
+		c.log.Warn("console: audit record not written", "action", action, "err", err)
+	}
+}
+
+// auditJSON is one record of the audit trail.
+type auditJSON struct {
+	At     time.Time `json:"at"`
+	By     string    `json:"by"`
+	Action string    `json:"action"`
+	Result string    `json:"result"`
+}
+
+// handleAudit lists the audit trail, newest first: ?limit= (≤ 1000),
+// ?before= (an RFC 3339 time) for older pages.
+func (c *Console) handleAudit(w http.ResponseWriter, r *http.Request) {
+	limit, err := queryInt(r, "limit", 200, 1, 1000)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	req := &mgmtdapi.ListAuditReq{Limit: limit}
+	if v := r.URL.Query().Get("before"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			apiError(w, http.StatusBadRequest, "bad_request", "before: an RFC 3339 time")
+			return
+		}
+		req.Before = t.UnixNano()
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	resp, err := c.mgmtd.ListAudit(ctx, req)
+	if err != nil {
+		clusterDown(w, err)
+		return
+	}
+	out := make([]auditJSON, 0, len(resp.Records))
+	for _, rec := range resp.Records {
+		out = append(out, auditJSON{At: time.Unix(0, rec.At).UTC(), By: rec.By, Action: rec.Action, Result: rec.Result})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"records": out})
 }

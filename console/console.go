@@ -200,6 +200,7 @@ func (c *Console) routes() error {
 	c.mux.HandleFunc("POST /api/targets/{id}/offline", c.authed(true, c.handleHold(true)))
 	c.mux.HandleFunc("POST /api/targets/{id}/online", c.authed(true, c.handleHold(false)))
 	c.mux.HandleFunc("POST /api/nodes/{id}/maintenance", c.authed(true, c.handleMaintenance(true)))
+	c.mux.HandleFunc("GET /api/audit", c.authed(false, c.handleAudit))
 	c.mux.HandleFunc("DELETE /api/nodes/{id}/maintenance", c.authed(true, c.handleMaintenance(false)))
 
 	c.mux.HandleFunc("GET /api/fs/list", c.authed(false, c.handleList))

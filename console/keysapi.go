@@ -2,6 +2,7 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/flyfs/flyfs/core/access"
@@ -47,6 +48,7 @@ func (c *Console) handleKeysCreate(w http.ResponseWriter, r *http.Request) {
 	info := keyInfo(*k)
 	info.Secret = k.Secret
 	c.log.Info("console: access key created", "key", info.AccessKey, "admin", info.Admin, "by", sessionOf(r).who.AccessKey)
+	c.auditAction(r, fmt.Sprintf("create access key %s (admin %v)", info.AccessKey, info.Admin))
 	writeJSON(w, http.StatusOK, info)
 }
 
@@ -75,6 +77,7 @@ func (c *Console) handleKeysBuckets(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.log.Info("console: bucket permissions set", "key", key, "by", sessionOf(r).who.AccessKey)
+	c.auditAction(r, fmt.Sprintf("set the bucket permissions of access key %s", key))
 	writeJSON(w, http.StatusOK, map[string]any{"accessKey": key, "buckets": nonNil(req.Buckets)})
 }
 
@@ -97,5 +100,6 @@ func (c *Console) handleKeysRevoke(w http.ResponseWriter, r *http.Request) {
 	}
 	c.sessions.dropKey(key)
 	c.log.Info("console: access key revoked", "key", key, "by", sessionOf(r).who.AccessKey)
+	c.auditAction(r, fmt.Sprintf("revoke access key %s", key))
 	writeJSON(w, http.StatusOK, map[string]string{"revoked": key})
 }

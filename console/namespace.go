@@ -531,6 +531,7 @@ func (c *Console) handleMkdir(w http.ResponseWriter, r *http.Request) {
 		nsError(w, "mkdir "+p, err)
 		return
 	}
+	c.auditAction(r, "make directory "+p)
 	writeJSON(w, http.StatusOK, map[string]any{"path": p, "ino": in.ID})
 }
 
@@ -585,6 +586,7 @@ func (c *Console) handleRename(w http.ResponseWriter, r *http.Request) {
 		nsError(w, "rename "+from+" to "+to, err)
 		return
 	}
+	c.auditAction(r, fmt.Sprintf("rename %s to %s", from, to))
 	writeJSON(w, http.StatusOK, map[string]string{"from": from, "to": to})
 }
 
@@ -633,6 +635,11 @@ func (c *Console) handleDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.log.Info("console: deleted", "path", p, "recursive", req.Recursive, "by", sessionOf(r).who.AccessKey)
+	what := "delete " + p
+	if req.Recursive {
+		what += " and everything in it"
+	}
+	c.auditAction(r, what)
 	writeJSON(w, http.StatusOK, map[string]string{"deleted": p})
 }
 

@@ -287,6 +287,7 @@ func (c *Console) handleUploadComplete(w http.ResponseWriter, r *http.Request) {
 		nsError(w, "upload "+up.path, err)
 		return
 	}
+	c.auditAction(r, fmt.Sprintf("upload %s (%d bytes)", up.path, in.Length))
 	writeJSON(w, http.StatusOK, map[string]any{"path": up.path, "ino": in.ID, "size": in.Length, "etag": etagOf(in)})
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/mgmtdapi"
@@ -71,6 +73,11 @@ func (s *Server) handleSetChains(ctx context.Context, req *mgmtdapi.SetChainsReq
 		ch.tables = appendDefaultTable(cur, req.Chains)
 		return ch, nil
 	})
+	ids := make([]string, 0, len(req.Chains))
+	for _, c := range req.Chains {
+		ids = append(ids, strconv.FormatUint(uint64(c.ID), 10))
+	}
+	s.audit(ctx, req.By, fmt.Sprintf("set chains %s", strings.Join(ids, ", ")), err)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -195,10 +202,18 @@ func (s *Server) handleSetTargetHeld(ctx context.Context, req *mgmtdapi.SetTarge
 		}
 		return ch, nil
 	})
+	action := fmt.Sprintf("release target %d", req.Target)
+	if req.Held {
+		action = fmt.Sprintf("hold target %d offline", req.Target)
+		if req.Force {
+			action += " (forced)"
+		}
+	}
+	s.audit(ctx, req.By, action, err)
 	if err != nil {
 		return nil, nil, err
 	}
-	s.log.Info("target hold changed", "target", req.Target, "held", req.Held, "forced", req.Force, "routing_version", info.Version)
+	s.log.Info("target hold changed", "target", req.Target, "held", req.Held, "forced", req.Force, "by", req.By, "routing_version", info.Version)
 	return &mgmtdapi.SetTargetHeldResp{RoutingVersion: info.Version}, nil, nil
 }
 
@@ -269,13 +284,35 @@ func (s *Server) handleSetNodeHeld(ctx context.Context, req *mgmtdapi.SetNodeHel
 		}
 		return ch, nil
 	})
+	if !req.DryRun {
+		var done, kept []string
+		for _, p := range plan {
+			if p.Changed {
+				done = append(done, strconv.FormatUint(uint64(p.Target), 10))
+			} else {
+				kept = append(kept, fmt.Sprintf("%d (%s)", p.Target, p.Skipped))
+			}
+		}
+		action := fmt.Sprintf("end maintenance of node %d: released %s", req.Node, listOrNone(done))
+		if req.Held {
+			action = fmt.Sprintf("start maintenance of node %d: held %s; kept %s", req.Node, listOrNone(done), listOrNone(kept))
+		}
+		s.audit(ctx, req.By, action, err)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
 	if !req.DryRun {
-		s.log.Info("node maintenance changed", "node", req.Node, "held", req.Held, "targets", len(plan), "routing_version", info.Version)
+		s.log.Info("node maintenance changed", "node", req.Node, "held", req.Held, "targets", len(plan), "by", req.By, "routing_version", info.Version)
 	}
 	return &mgmtdapi.SetNodeHeldResp{Targets: plan, RoutingVersion: info.Version}, nil, nil
+}
+
+func listOrNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
 }
 
 // handleGetPrimary names the primary as the lease record says now, and the

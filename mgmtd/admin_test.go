@@ -284,8 +284,19 @@ func TestNodeMaintenance(t *testing.T) {
 	if err != nil || !strings.HasPrefix(summary(again), "102:already held") {
 		t.Fatalf("maintenance again: %v %v", summary(again), err)
 	}
-	end, err := c.mgmtd().SetNodeHeld(ctx, &mgmtdapi.SetNodeHeldReq{Node: 2, Held: false})
+	end, err := c.mgmtd().SetNodeHeld(ctx, &mgmtdapi.SetNodeHeldReq{Node: 2, Held: false, By: "the test"})
 	if err != nil || !strings.Contains(summary(end), "102:changed") || !strings.Contains(summary(end), "301:not held") {
 		t.Fatalf("end of maintenance: %v %v", summary(end), err)
+	}
+	// The audit trail: newest first, the dry run not in it.
+	trail, err := c.mgmtd().ListAudit(ctx, &mgmtdapi.ListAuditReq{Limit: 10})
+	if err != nil || len(trail.Records) != 4 {
+		t.Fatalf("audit trail: %+v %v", trail, err)
+	}
+	if r := trail.Records[0]; r.By != "the test" || r.Action != "end maintenance of node 2: released 102, 201" || r.Result != "ok" {
+		t.Errorf("newest record: %+v", r)
+	}
+	if r := trail.Records[2]; !strings.HasPrefix(r.Action, "start maintenance of node 2: held 102, 201; kept 301 (the last serving replica of chain 3)") {
+		t.Errorf("the maintenance start: %+v", r)
 	}
 }

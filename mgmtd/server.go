@@ -77,6 +77,8 @@ func New(cfg Config) (*Server, error) {
 	rpc.Handle(s.rpc, mgmtdapi.MethodSetChains, s.handleSetChains)
 	rpc.Handle(s.rpc, mgmtdapi.MethodSetTargetHeld, s.handleSetTargetHeld)
 	rpc.Handle(s.rpc, mgmtdapi.MethodSetNodeHeld, s.handleSetNodeHeld)
+	rpc.Handle(s.rpc, mgmtdapi.MethodAudit, s.handleAudit)
+	rpc.Handle(s.rpc, mgmtdapi.MethodListAudit, s.handleListAudit)
 	rpc.Handle(s.rpc, mgmtdapi.MethodListNodes, s.handleListNodes)
 	rpc.Handle(s.rpc, mgmtdapi.MethodRegister, s.handleRegister)
 	rpc.Handle(s.rpc, mgmtdapi.MethodListServices, s.handleListServices)

@@ -21,6 +21,7 @@ import (
 //	TGHD + target id (u32)   → heldRecord: present while an admin holds the target offline
 //	MGMD + mgmtd id          → mgmtdRecord: the registry of cluster managers
 //	CTBL + table id (u32)    → [][]ChainID: every version of a chain table (append-only)
+//	AUDT + unix ns (u64) + random (u32) → mgmtdapi.AuditRecord: the admin actions, kept auditKeep
 var (
 	leaseKey   = append(kv.Tag("SING"), "MgmtdLease"...)
 	versionKey = append(kv.Tag("SING"), "RoutingInfoVersion"...)
@@ -29,6 +30,7 @@ var (
 	heldTag    = kv.Tag("TGHD")
 	mgmtdTag   = kv.Tag("MGMD")
 	tableTag   = kv.Tag("CTBL")
+	auditTag   = kv.Tag("AUDT")
 )
 
 func idKey(tag []byte, id uint32) []byte {

@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
+	"os/user"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,7 +45,7 @@ are sent to the primary, found by following redirects).`,
 	addTokenFlags(pf, &o.tok)
 	pf.DurationVar(&o.timeout, "timeout", 10*time.Second, "give up after this long")
 	cmd.AddCommand(adminNodesCmd(o), adminChainsCmd(o), adminCreateChainsCmd(o), adminHoldCmd(o, true), adminHoldCmd(o, false))
-	cmd.AddCommand(adminFsckCmd(o), adminKeysCmd(o), adminGCCmd(o), adminWaitCmd(o), adminCacheCmd(), adminMaintenanceCmd(o))
+	cmd.AddCommand(adminFsckCmd(o), adminKeysCmd(o), adminGCCmd(o), adminWaitCmd(o), adminCacheCmd(), adminMaintenanceCmd(o), adminAuditCmd(o))
 	return cmd
 }
 
@@ -447,7 +449,7 @@ baseline. The table and its balance figures are printed; --dry-run stops there.`
 					return fmt.Errorf("chain %d exists already; choose a --first-chain above %d", ch.ID, maxChainID(info))
 				}
 			}
-			resp, err := m.SetChains(ctx, &mgmtdapi.SetChainsReq{Chains: chains})
+			resp, err := m.SetChains(ctx, &mgmtdapi.SetChainsReq{Chains: chains, By: adminWho()})
 			if err != nil {
 				return err
 			}
@@ -588,7 +590,7 @@ func adminHoldCmd(o *adminOptions, hold bool) *cobra.Command {
 					return errors.New("not confirmed; nothing changed")
 				}
 			}
-			resp, err := m.SetTargetHeld(ctx, &mgmtdapi.SetTargetHeldReq{Target: target, Held: hold, Force: force})
+			resp, err := m.SetTargetHeld(ctx, &mgmtdapi.SetTargetHeldReq{Target: target, Held: hold, Force: force, By: adminWho()})
 			if rpc.CodeOf(err) == mgmtdapi.CodeLastServing {
 				return fmt.Errorf("target %d is the last serving replica of chain %d: taking it offline stops every read and write of the chain's files until online-target %d; nothing changed (--force to do it anyway)", target, c.ID, target)
 			}
@@ -614,6 +616,17 @@ func adminHoldCmd(o *adminOptions, hold bool) *cobra.Command {
 		cmd.Flags().BoolVar(&force, "force", false, "hold it even if it is its chain's last serving replica (the chain then serves nothing until online-target)")
 	}
 	return cmd
+}
+
+// adminWho names who runs flyfs admin, for the audit trail: the cluster
+// token says only that the caller may, not who it is.
+func adminWho() string {
+	name := "unknown user"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("flyfs admin: %s@%s", name, host)
 }
 
 func adminChainOf(info *routing.Info, target routing.TargetID) *routing.Chain {

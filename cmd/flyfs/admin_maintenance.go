@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -82,7 +83,7 @@ func runMaintenance(cmd *cobra.Command, o *adminOptions, arg string, held, dryRu
 			}
 		}
 	}
-	resp, err := m.SetNodeHeld(ctx, &mgmtdapi.SetNodeHeldReq{Node: node, Held: held})
+	resp, err := m.SetNodeHeld(ctx, &mgmtdapi.SetNodeHeldReq{Node: node, Held: held, By: adminWho()})
 	if err != nil {
 		return err
 	}
@@ -106,4 +107,35 @@ func printNodeHolds(out io.Writer, ts []mgmtdapi.NodeTargetHold, verb string) {
 		fmt.Fprintf(tw, "  %d\t%d\t%s\t%d\n", t.Target, t.Chain, what, t.ChainServing)
 	}
 	tw.Flush()
+}
+
+func adminAuditCmd(o *adminOptions) *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "The audit trail: admin actions, who asked, when, and how they ended",
+		Long: `List the admin actions the cluster manager recorded, newest first: chains set,
+targets held or released, node maintenance (from flyfs admin and the console),
+and the console's key and namespace changes. Records are kept 90 days.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, m, done, err := o.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer done()
+			resp, err := m.ListAudit(ctx, &mgmtdapi.ListAuditReq{Limit: limit})
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "WHEN\tWHO\tACTION\tRESULT")
+			for _, r := range resp.Records {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", time.Unix(0, r.At).UTC().Format(time.RFC3339), r.By, r.Action, r.Result)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 100, "how many records (at most 1000)")
+	return cmd
 }

@@ -309,4 +309,14 @@ func TestAdminMaintenance(t *testing.T) {
 	if _, err := adminRun(t, addr, "", "maintenance", "start", "--yes", "9"); err == nil || !strings.Contains(err.Error(), "no targets") {
 		t.Errorf("maintenance of a node without targets: %v", err)
 	}
+	// Every change above is in the audit trail, newest first, with who.
+	out, err = adminRun(t, addr, "", "audit")
+	if err != nil {
+		t.Fatalf("audit: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 5 || !strings.Contains(lines[1], "end maintenance of node 2: released") || !strings.Contains(lines[2], "start maintenance of node 2: held") ||
+		!strings.Contains(lines[2], "kept 301 (the last serving replica of chain 3)") || !strings.Contains(lines[1], "flyfs admin: ") || !strings.Contains(out, "set chains 3") {
+		t.Errorf("audit trail:\n%s", out)
+	}
 }

@@ -171,6 +171,17 @@ func (m *Mgmtd) SetChains(ctx context.Context, req *mgmtdapi.SetChainsReq) (*mgm
 	return callPrimary[mgmtdapi.SetChainsReq, mgmtdapi.SetChainsResp](ctx, m, mgmtdapi.MethodSetChains, req)
 }
 
+// Audit records an admin action a front end did itself, through the primary.
+func (m *Mgmtd) Audit(ctx context.Context, rec mgmtdapi.AuditRecord) error {
+	_, err := callPrimary[mgmtdapi.AuditReq, mgmtdapi.AuditResp](ctx, m, mgmtdapi.MethodAudit, &mgmtdapi.AuditReq{Record: rec})
+	return err
+}
+
+// ListAudit reads the audit trail, newest first (from the primary).
+func (m *Mgmtd) ListAudit(ctx context.Context, req *mgmtdapi.ListAuditReq) (*mgmtdapi.ListAuditResp, error) {
+	return callPrimary[mgmtdapi.ListAuditReq, mgmtdapi.ListAuditResp](ctx, m, mgmtdapi.MethodListAudit, req)
+}
+
 // SetNodeHeld puts a storage node into maintenance, or ends it, through the
 // primary.
 func (m *Mgmtd) SetNodeHeld(ctx context.Context, req *mgmtdapi.SetNodeHeldReq) (*mgmtdapi.SetNodeHeldResp, error) {

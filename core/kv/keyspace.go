@@ -25,6 +25,7 @@ var Keyspace = []Space{
 	{"TGHD", "mgmtd", "targets an admin holds offline"},
 	{"MGMD", "mgmtd", "the registry of cluster managers"},
 	{"CTBL", "mgmtd", "every version of every chain table"},
+	{"AUDT", "mgmtd", "the audit trail of admin actions (who, what, when, result)"},
 	{"INOD", "metad/ns", "inodes"},
 	{"DENT", "metad/ns", "directory entries"},
 	{"IDEM", "metad/ns", "results of removes, for retried requests"},

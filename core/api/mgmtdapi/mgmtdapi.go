@@ -23,6 +23,8 @@ const (
 	MethodRegister      rpc.Method = 0x0107 // primary only: a service (metad, gateway, client) says it is alive
 	MethodListServices  rpc.Method = 0x0108 // primary only: the registered services
 	MethodSetNodeHeld   rpc.Method = 0x0109 // primary only: a node's maintenance: hold its targets as chains allow, or release them
+	MethodAudit         rpc.Method = 0x010A // primary only: record an admin action a front end did (the console's key and namespace changes)
+	MethodListAudit     rpc.Method = 0x010B // any mgmtd: the audit trail, newest first
 )
 
 // Error codes.
@@ -52,6 +54,8 @@ func init() {
 	rpc.RegisterMethod(MethodSetChains, "mgmtd.SetChains")
 	rpc.RegisterMethod(MethodSetTargetHeld, "mgmtd.SetTargetHeld")
 	rpc.RegisterMethod(MethodSetNodeHeld, "mgmtd.SetNodeHeld")
+	rpc.RegisterMethod(MethodAudit, "mgmtd.Audit")
+	rpc.RegisterMethod(MethodListAudit, "mgmtd.ListAudit")
 	rpc.RegisterMethod(MethodListNodes, "mgmtd.ListNodes")
 	rpc.RegisterMethod(MethodRegister, "mgmtd.Register")
 	rpc.RegisterMethod(MethodListServices, "mgmtd.ListServices")
@@ -221,6 +225,7 @@ type GetPrimaryResp struct {
 // order, head first). New chains' targets start serving.
 type SetChainsReq struct {
 	Chains []routing.Chain `cbor:"1,keyasint"`
+	By     string          `cbor:"2,keyasint,omitempty"` // who asked, for the audit trail
 }
 
 // SetChainsResp returns the routing version that holds the change.
@@ -234,7 +239,8 @@ type SetTargetHeldReq struct {
 	Held   bool             `cbor:"2,keyasint"`
 	// Force holds the target even if it is its chain's last serving replica
 	// (else that is refused with CodeLastServing).
-	Force bool `cbor:"3,keyasint,omitempty"`
+	Force bool   `cbor:"3,keyasint,omitempty"`
+	By    string `cbor:"4,keyasint,omitempty"` // who asked, for the audit trail
 }
 
 // SetNodeHeldReq puts a storage node into maintenance (Held: every target
@@ -245,6 +251,35 @@ type SetNodeHeldReq struct {
 	Node   routing.NodeID `cbor:"1,keyasint"`
 	Held   bool           `cbor:"2,keyasint"`
 	DryRun bool           `cbor:"3,keyasint,omitempty"`
+	By     string         `cbor:"4,keyasint,omitempty"` // who asked, for the audit trail
+}
+
+// AuditRecord is one admin action: who, what, when and how it ended.
+type AuditRecord struct {
+	At     int64  `cbor:"1,keyasint"` // unix ns, set by mgmtd
+	By     string `cbor:"2,keyasint"` // "console: KEY", "flyfs admin: user@host"
+	Action string `cbor:"3,keyasint"` // what was asked, in words
+	Result string `cbor:"4,keyasint"` // "ok", or the error
+}
+
+// AuditReq records an action a front end did itself.
+type AuditReq struct {
+	Record AuditRecord `cbor:"1,keyasint"`
+}
+
+// AuditResp acknowledges an AuditReq.
+type AuditResp struct{}
+
+// ListAuditReq asks for up to Limit records (at most 1000) older than
+// Before (unix ns; 0: the newest).
+type ListAuditReq struct {
+	Limit  int   `cbor:"1,keyasint,omitempty"`
+	Before int64 `cbor:"2,keyasint,omitempty"`
+}
+
+// ListAuditResp is the trail, newest first.
+type ListAuditResp struct {
+	Records []AuditRecord `cbor:"1,keyasint"`
 }
 
 // SetNodeHeldResp says, target by target, what was (or would be) done.
@@ -321,6 +356,16 @@ func (c Client) GetPrimary(ctx context.Context, addr string) (*GetPrimaryResp, e
 
 func (c Client) SetChains(ctx context.Context, addr string, req *SetChainsReq) (*SetChainsResp, error) {
 	resp, _, err := rpc.Call[SetChainsReq, SetChainsResp](ctx, c.RPC, addr, MethodSetChains, req, nil)
+	return resp, err
+}
+
+func (c Client) Audit(ctx context.Context, addr string, req *AuditReq) (*AuditResp, error) {
+	resp, _, err := rpc.Call[AuditReq, AuditResp](ctx, c.RPC, addr, MethodAudit, req, nil)
+	return resp, err
+}
+
+func (c Client) ListAudit(ctx context.Context, addr string, req *ListAuditReq) (*ListAuditResp, error) {
+	resp, _, err := rpc.Call[ListAuditReq, ListAuditResp](ctx, c.RPC, addr, MethodListAudit, req, nil)
 	return resp, err
 }
 
