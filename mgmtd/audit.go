@@ -46,7 +46,7 @@ func (s *Server) appendAudit(ctx context.Context, rec mgmtdapi.AuditRecord) {
 	defer cancel()
 	err := s.cfg.KV.Run(ctx, func(tx kv.Txn) error {
 		tx.Set(auditKey(rec.At), encode(rec))
-		tx.ClearRange(auditTag, auditKey(rec.At-int64(auditKeep))[:len(auditTag)+8])
+		tx.ClearRange(auditTag, auditKey(rec.At - int64(auditKeep))[:len(auditTag)+8])
 		return nil
 	})
 	if err != nil {
