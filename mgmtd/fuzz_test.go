@@ -26,6 +26,8 @@ var mgmtdMethods = []rpctest.Method{
 	rpctest.M[mgmtdapi.RegisterReq](mgmtdapi.MethodRegister),
 	rpctest.M[mgmtdapi.ListServicesReq](mgmtdapi.MethodListServices),
 	rpctest.M[mgmtdapi.SetNodeHeldReq](mgmtdapi.MethodSetNodeHeld),
+	rpctest.M[mgmtdapi.AuditReq](mgmtdapi.MethodAudit),
+	rpctest.M[mgmtdapi.ListAuditReq](mgmtdapi.MethodListAudit),
 }
 
 func mgmtdMethod(m rpc.Method) uint8 {
@@ -101,6 +103,8 @@ func FuzzMgmtdHandlers(f *testing.F) {
 	add(mgmtdapi.MethodSetNodeHeld, &mgmtdapi.SetNodeHeldReq{Node: 3, Held: true, DryRun: true})
 	add(mgmtdapi.MethodSetNodeHeld, &mgmtdapi.SetNodeHeldReq{Node: 3, Held: true})
 	add(mgmtdapi.MethodSetNodeHeld, &mgmtdapi.SetNodeHeldReq{Node: 3})
+	add(mgmtdapi.MethodAudit, &mgmtdapi.AuditReq{Record: mgmtdapi.AuditRecord{By: "console: k", Action: "revoke access key k"}})
+	add(mgmtdapi.MethodListAudit, &mgmtdapi.ListAuditReq{Limit: 5})
 
 	getRouting := mgmtdMethods[mgmtdMethod(mgmtdapi.MethodGetRouting)]
 	f.Fuzz(func(t *testing.T, method uint8, msg []byte) {
