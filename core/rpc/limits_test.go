@@ -414,7 +414,10 @@ func TestMaxInflightBytes(t *testing.T) {
 		t.Fatalf("call within the budget: %d bytes back, %v", len(got), err)
 	}
 
-	// A borrowed payload counts until its response is written.
+	// A borrowed payload counts until its response is written. The echo
+	// above may still hold its bytes for a moment after its answer arrived:
+	// wait them out, or the next call can be refused for want of budget.
+	waitInflight(t, ts, 0)
 	done := make(chan error, 1)
 	go func() {
 		_, got, err := rpc.Call[echoReq, echoResp](context.Background(), c, ts.addr, methodGatedBorrow, &echoReq{}, big)
@@ -425,6 +428,8 @@ func TestMaxInflightBytes(t *testing.T) {
 	}()
 	select {
 	case <-entered:
+	case err := <-done:
+		t.Fatalf("the borrowing call ended before its handler started: %v", err)
 	case <-time.After(patience):
 		t.Fatal("borrowing handler never started")
 	}
