@@ -287,7 +287,7 @@ func TestChainsAndHold(t *testing.T) {
 	if o.Health.State != "degraded" || o.Chains.Degraded != 1 {
 		t.Errorf("overview with a held target: %+v %+v", o.Health, o.Chains)
 	}
-	if !slices.Contains(o.Health.Reasons, "1 target(s) offline: 402 (chain 4, node 2)") {
+	if !slices.Contains(o.Health.Reasons, "1 target(s) offline: 402 (chain 4, node 2, held offline by console: "+r.admin.AccessKey+")") {
 		t.Errorf("the overview does not name the offline target (the TargetOffline alert): %q", o.Health.Reasons)
 	}
 	found := false
@@ -295,8 +295,8 @@ func TestChainsAndHold(t *testing.T) {
 		for _, tg := range n.Targets {
 			if tg.Target == 402 {
 				found = true
-				if tg.Public != "offline" || !tg.Held {
-					t.Errorf("the overview's target 402: %+v, want public offline and held", tg)
+				if tg.Public != "offline" || !tg.Held || tg.HeldBy != "console: "+r.admin.AccessKey {
+					t.Errorf("the overview's target 402: %+v, want public offline and held by the console's key", tg)
 				}
 			}
 		}

@@ -383,7 +383,7 @@ func TestBrowserChains(t *testing.T) {
 	// Maintenance through the buttons: hold target 101 offline, release it.
 	b.do("take 101 offline", chromedp.Click(chromedp.CSS(`button[data-target="101"][data-action="offline"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
-	b.waitJS("target 101 offline and marked held", `(() => { const e = document.querySelector('.target[data-target="101"]'); return e && e.dataset.public === 'offline' && e.textContent.includes('held by an admin'); })()`, 15*time.Second)
+	b.waitJS("target 101 offline and marked held", `(() => { const e = document.querySelector('.target[data-target="101"]'); return e && e.dataset.public === 'offline' && e.textContent.includes('held by console: `+r.admin.AccessKey+`'); })()`, 15*time.Second)
 	b.shot("chains-held")
 	b.do("bring 101 online", chromedp.Click(chromedp.CSS(`button[data-target="101"][data-action="online"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
@@ -413,7 +413,7 @@ func TestBrowserLastServingHold(t *testing.T) {
 	b.waitJS("the last-replica dialog", `(() => { const d = document.getElementById('dialog'); return d.open && document.getElementById('dialog-title').textContent.includes('last serving replica of chain 1') && !!document.getElementById('force-chain'); })()`, 15*time.Second)
 	b.shot("chains-last-serving")
 	b.do("type the chain id and force", chromedp.SendKeys(chromedp.CSS("#force-chain"), "1"), chromedp.Click(chromedp.CSS("#dialog-ok")))
-	b.waitJS("target 101 held offline", `(() => { const e = document.querySelector('.target[data-target="101"]'); return e && e.dataset.public !== 'serving' && e.textContent.includes('held by an admin'); })()`, 15*time.Second)
+	b.waitJS("target 101 held offline", `(() => { const e = document.querySelector('.target[data-target="101"]'); return e && e.dataset.public !== 'serving' && e.textContent.includes('held by console: `+r.admin.AccessKey+`'); })()`, 15*time.Second)
 
 	// The forced hold is in the audit trail, with who asked.
 	b.goTo("#/audit")
@@ -454,7 +454,7 @@ func TestBrowserNodeMaintenance(t *testing.T) {
 	b.shot("maintenance-plan")
 	b.do("start it", chromedp.Click(chromedp.CSS("#dialog-ok")))
 	b.waitJS("node 1's targets held", `!!document.querySelector('button[data-node="1"][data-action="end-maintenance"]') &&
-		document.getElementById('services').textContent.includes('held by an admin')`, 15*time.Second)
+		document.getElementById('services').textContent.includes('held by console: `+r.admin.AccessKey+`')`, 15*time.Second)
 	b.do("end it", chromedp.Click(chromedp.CSS(`button[data-node="1"][data-action="end-maintenance"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
 	b.waitJS("node 1 out of maintenance", `!!document.querySelector('button[data-node="1"][data-action="maintenance"]')`, 15*time.Second)

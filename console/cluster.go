@@ -105,6 +105,7 @@ type nodeTargetJSON struct {
 	Local  string `json:"local"`            // as its node reports it
 	Public string `json:"public,omitempty"` // as mgmtd publishes it (what clients use)
 	Held   bool   `json:"held,omitempty"`   // held offline by an admin
+	HeldBy string `json:"heldBy,omitempty"` // who (as the audit trail names them)
 }
 
 type storageNodeJSON struct {
@@ -262,6 +263,7 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 	for _, id := range nodes.Held {
 		held[id] = true
 	}
+	heldBy := holdersOf(nodes)
 	for _, n := range nodes.Nodes {
 		sn := storageNodeJSON{Node: uint32(n.Node), Addr: n.Addr, Targets: []nodeTargetJSON{}, Disks: []diskJSON{}}
 		switch {
@@ -282,7 +284,7 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 			bad("degraded", fmt.Sprintf("storage node %d (%s) is %s", n.Node, dash(n.Addr), sn.State))
 		}
 		for _, t := range n.Targets {
-			tj := nodeTargetJSON{Target: uint32(t.Target), Chain: uint32(t.Chain), Local: t.Local.String(), Held: held[t.Target]}
+			tj := nodeTargetJSON{Target: uint32(t.Target), Chain: uint32(t.Chain), Local: t.Local.String(), Held: held[t.Target], HeldBy: heldBy[t.Target]}
 			if p, ok := public[t.Target]; ok {
 				tj.Public = p.String()
 			}
@@ -323,7 +325,14 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 		out.Chains.Total++
 		for _, t := range ch.Targets {
 			if t.Public == routing.Offline {
-				offline = append(offline, fmt.Sprintf("%d (chain %d, node %d)", t.ID, ch.ID, t.Node))
+				why := ""
+				if held[t.ID] {
+					why = ", held offline by an admin"
+					if by := heldBy[t.ID]; by != "" {
+						why = ", held offline by " + by
+					}
+				}
+				offline = append(offline, fmt.Sprintf("%d (chain %d, node %d%s)", t.ID, ch.ID, t.Node, why))
 			}
 		}
 		switch chainState(ch) {
@@ -450,7 +459,8 @@ type targetJSON struct {
 	Disk     int           `json:"disk"`
 	Public   string        `json:"public"`
 	Local    string        `json:"local"`
-	Held     *bool         `json:"held"` // held offline by an admin (null: mgmtd did not say)
+	Held     *bool         `json:"held"`             // held offline by an admin (null: mgmtd did not say)
+	HeldBy   string        `json:"heldBy,omitempty"` // who held it
 	Recovery *recoveryJSON `json:"recovery"`
 }
 
@@ -591,8 +601,9 @@ func (c *Console) handleChains(w http.ResponseWriter, r *http.Request) {
 		last, prev = c.sampler.stats(ctx, info)
 	}
 	var held map[routing.TargetID]bool // nil: unknown
+	var heldBy map[routing.TargetID]string
 	if nodes, err := c.mgmtd.ListNodes(ctx); err == nil {
-		held = map[routing.TargetID]bool{}
+		held, heldBy = map[routing.TargetID]bool{}, holdersOf(nodes)
 		for _, id := range nodes.Held {
 			held[id] = true
 		}
@@ -610,7 +621,7 @@ func (c *Console) handleChains(w http.ResponseWriter, r *http.Request) {
 			}
 			if held != nil {
 				h := held[t.ID]
-				tj.Held = &h
+				tj.Held, tj.HeldBy = &h, heldBy[t.ID]
 			}
 			if t.Public == routing.Syncing {
 				tj.Recovery = recoveryOf(t.ID, last, prev)
@@ -832,4 +843,13 @@ func (c *Console) handleAudit(w http.ResponseWriter, r *http.Request) {
 		out = append(out, auditJSON{At: time.Unix(0, rec.At).UTC(), By: rec.By, Action: rec.Action, Result: rec.Result})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"records": out})
+}
+
+// holdersOf maps each held target to who held it ("" when not recorded).
+func holdersOf(nodes *mgmtdapi.ListNodesResp) map[routing.TargetID]string {
+	out := map[routing.TargetID]string{}
+	for _, h := range nodes.Holds {
+		out[h.Target] = h.By
+	}
+	return out
 }

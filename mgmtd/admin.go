@@ -1,6 +1,7 @@
 package mgmtd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -177,7 +178,7 @@ func (s *Server) handleSetTargetHeld(ctx context.Context, req *mgmtdapi.SetTarge
 		if chain == nil {
 			return nil, rpc.Errorf(mgmtdapi.CodeUnknownTarget, "no chain has target %d", req.Target)
 		}
-		ch := &change{held: map[routing.TargetID]bool{req.Target: req.Held}, why: fmt.Sprintf("hold target %d", req.Target)}
+		ch := &change{held: map[routing.TargetID]bool{req.Target: req.Held}, heldBy: req.By, why: fmt.Sprintf("hold target %d", req.Target)}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.term == nil {
@@ -227,7 +228,7 @@ func (s *Server) handleSetNodeHeld(ctx context.Context, req *mgmtdapi.SetNodeHel
 	var plan []mgmtdapi.NodeTargetHold
 	info, err := s.update(ctx, func(cur *routing.Info) (*change, error) {
 		plan = nil
-		ch := &change{held: map[routing.TargetID]bool{}, why: fmt.Sprintf("maintenance of node %d", req.Node)}
+		ch := &change{held: map[routing.TargetID]bool{}, heldBy: req.By, why: fmt.Sprintf("maintenance of node %d", req.Node)}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.term == nil {
@@ -364,15 +365,17 @@ func (s *Server) handleListNodes(ctx context.Context, _ *mgmtdapi.ListNodesReq, 
 		if found && lease.Expiry > now && !slices.ContainsFunc(resp.Mgmtds, func(m mgmtdapi.MgmtdStatus) bool { return m.ID == lease.Holder }) {
 			resp.Mgmtds = append(resp.Mgmtds, mgmtdapi.MgmtdStatus{ID: lease.Holder, Addr: lease.Addr, Primary: true})
 		}
-		held, err := readHeld(ctx, tx)
+		holds, err := readHolds(ctx, tx)
 		if err != nil {
 			return err
 		}
-		resp.Held = resp.Held[:0]
-		for id := range held {
+		resp.Held, resp.Holds = resp.Held[:0], resp.Holds[:0]
+		for id, h := range holds {
 			resp.Held = append(resp.Held, id)
+			resp.Holds = append(resp.Holds, mgmtdapi.TargetHold{Target: id, By: h.By, At: h.At})
 		}
 		slices.Sort(resp.Held)
+		slices.SortFunc(resp.Holds, func(a, b mgmtdapi.TargetHold) int { return cmp.Compare(a.Target, b.Target) })
 		info, err = readRouting(ctx, tx)
 		return err
 	})

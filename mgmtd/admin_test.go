@@ -223,8 +223,11 @@ func TestHoldLastServing(t *testing.T) {
 	n1.waitBeats(2)
 	n2.waitBeats(2)
 	ctx := c.ctx()
-	if _, err := c.mgmtd().SetTargetHeld(ctx, &mgmtdapi.SetTargetHeldReq{Target: 102, Held: true}); err != nil {
+	if _, err := c.mgmtd().SetTargetHeld(ctx, &mgmtdapi.SetTargetHeldReq{Target: 102, Held: true, By: "the test"}); err != nil {
 		t.Fatalf("holding one of two serving replicas: %v", err)
+	}
+	if nodes, err := c.mgmtd().ListNodes(ctx); err != nil || len(nodes.Holds) != 1 || nodes.Holds[0].Target != 102 || nodes.Holds[0].By != "the test" || nodes.Holds[0].At == 0 {
+		t.Fatalf("the hold and who made it: %+v %v", nodes, err)
 	}
 	_, err := c.mgmtd().SetTargetHeld(ctx, &mgmtdapi.SetTargetHeldReq{Target: 101, Held: true})
 	if codeOf(err) != mgmtdapi.CodeLastServing || !strings.Contains(err.Error(), "chain 1") {

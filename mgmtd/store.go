@@ -71,7 +71,9 @@ type nodeRecord struct {
 }
 
 type heldRecord struct {
-	Held bool `cbor:"1,keyasint"`
+	Held bool   `cbor:"1,keyasint"`
+	By   string `cbor:"2,keyasint,omitempty"` // who held it (the request's By)
+	At   int64  `cbor:"3,keyasint,omitempty"` // when, unix ns
 }
 
 type mgmtdRecord struct {
@@ -184,12 +186,25 @@ func readRouting(ctx context.Context, tx kv.ReadTxn) (*routing.Info, error) {
 
 // readHeld reads the targets held offline by an admin.
 func readHeld(ctx context.Context, tx kv.ReadTxn) (map[routing.TargetID]bool, error) {
+	recs, err := readHolds(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	held := make(map[routing.TargetID]bool, len(recs))
+	for id := range recs {
+		held[id] = true
+	}
+	return held, nil
+}
+
+// readHolds reads the holds with who made them.
+func readHolds(ctx context.Context, tx kv.ReadTxn) (map[routing.TargetID]heldRecord, error) {
 	b, e := tagRange(heldTag)
 	res, err := tx.GetRange(ctx, b, e, kv.RangeOptions{})
 	if err != nil {
 		return nil, err
 	}
-	held := map[routing.TargetID]bool{}
+	held := map[routing.TargetID]heldRecord{}
 	for _, kvp := range res.KVs {
 		id, err := idOf(heldTag, kvp.Key)
 		if err != nil {
@@ -200,7 +215,7 @@ func readHeld(ctx context.Context, tx kv.ReadTxn) (map[routing.TargetID]bool, er
 			return nil, err
 		}
 		if rec.Held {
-			held[routing.TargetID(id)] = true
+			held[routing.TargetID(id)] = rec
 		}
 	}
 	return held, nil

@@ -18,6 +18,7 @@ type change struct {
 	chains []*routing.Chain               // replace these chains
 	nodes  []routing.Node                 // record these node addresses
 	held   map[routing.TargetID]bool      // hold (true) or release (false) these targets
+	heldBy string                         // who asked for the holds
 	fresh  []routing.Target               // targets of new chains: given a grace period in the term
 	tables map[uint32][][]routing.ChainID // chain tables with a version appended
 	why    string                         // for the log
@@ -90,7 +91,7 @@ func (s *Server) write(ctx context.Context, t *term, base *routing.Info, ch *cha
 		}
 		for id, h := range ch.held {
 			if h {
-				tx.Set(heldKey(id), encode(heldRecord{Held: true}))
+				tx.Set(heldKey(id), encode(heldRecord{Held: true, By: ch.heldBy, At: time.Now().UnixNano()}))
 			} else {
 				tx.Clear(heldKey(id))
 			}

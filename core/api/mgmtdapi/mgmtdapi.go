@@ -334,6 +334,16 @@ type ListNodesResp struct {
 	Partial bool `cbor:"3,keyasint,omitempty"`
 	// Held lists the targets an admin holds offline (SetTargetHeld), sorted.
 	Held []routing.TargetID `cbor:"4,keyasint,omitempty"`
+	// Holds says who held each (By, empty for holds recorded without it)
+	// and when, in the same order.
+	Holds []TargetHold `cbor:"5,keyasint,omitempty"`
+}
+
+// TargetHold is one target held offline: by whom and since when.
+type TargetHold struct {
+	Target routing.TargetID `cbor:"1,keyasint"`
+	By     string           `cbor:"2,keyasint,omitempty"`
+	At     int64            `cbor:"3,keyasint,omitempty"` // unix ns
 }
 
 // Client is a typed stub over an rpc.Client.

@@ -73,7 +73,7 @@ export function chainsPage(root, params) {
     }
     const rec = t.recovery;
     return h('div', { class: 'target', dataset: { target: t.id, public: t.public } },
-      h('div', { class: 'head' }, `Target ${t.id} `, badge(t.public), ' ', badge(t.local), t.held ? [' ', badge('held', 'held by an admin')] : null),
+      h('div', { class: 'head' }, `Target ${t.id} `, badge(t.public), ' ', badge(t.local), t.held ? [' ', badge('held', t.heldBy ? 'held by ' + t.heldBy : 'held by an admin')] : null),
       h('div', { class: 'where' }, `node ${t.node} disk ${t.disk}`, t.nodeAddr ? ` · ${t.nodeAddr}` : ''),
       rec ? recovery(rec) : (t.public === 'syncing' ? h('div', { class: 'where' }, 'recovery starting…') : null),
       h('div', {}, btn));

@@ -97,7 +97,7 @@ export function overviewPage(root, params) {
     for (const s of o.services || []) rows.push(h('tr', {}, h('td', {}, s.kind), h('td', {}, s.id), h('td', { class: 'mono' }, s.addr || '–'), h('td', {}, badge(s.alive ? 'alive' : 'failed', s.alive ? 'alive' : 'gone')), h('td', {}, fmtAgo(s.lastSeen)), h('td', { class: 'muted' }, cacheText(s.cache))));
     for (const n of o.storage) rows.push(h('tr', { class: n.state === 'alive' ? '' : 'degraded' },
       h('td', {}, 'storaged'), h('td', {}, 'node ' + n.node), h('td', { class: 'mono' }, n.addr || '–'), h('td', {}, badge(n.state === 'alive' ? 'alive' : 'failed', n.state)),
-      h('td', {}, fmtAgo(n.lastHeartbeat)), h('td', { class: 'muted' }, n.targets.map(t => `${t.target} ${t.public ? t.public + ' (node: ' + t.local + ')' : t.local}${t.held ? ', held by an admin' : ''}`).join('; '),
+      h('td', {}, fmtAgo(n.lastHeartbeat)), h('td', { class: 'muted' }, n.targets.map(t => `${t.target} ${t.public ? t.public + ' (node: ' + t.local + ')' : t.local}${t.held ? ', held by ' + (t.heldBy || 'an admin') : ''}`).join('; '),
         n.targets.length ? [' ', maintenanceButton(n)] : null)));
     replace(services, h('div', { class: 'table-wrap' }, h('table', { id: 'services' },
       h('thead', {}, h('tr', {}, ['Service', 'ID', 'Address', 'State', 'Last heartbeat', 'Targets, cache'].map(t => h('th', {}, t)))),
