@@ -35,8 +35,10 @@ type bucketCache struct {
 }
 
 type cachedBucket struct {
-	in  metaapi.Inode
-	exp time.Time
+	in         metaapi.Inode
+	versioning metaapi.Versioning
+	known      bool // versioning was read
+	exp        time.Time
 }
 
 const bucketCacheTTL = time.Second
@@ -62,14 +64,42 @@ func (g *Gateway) bucketInode(ctx context.Context, bucket string) (metaapi.Inode
 	}
 	in, err := g.lookupBucket(ctx, bucket)
 	if err == nil {
-		c.mu.Lock()
-		if c.m == nil || len(c.m) > 10000 {
-			c.m = map[string]cachedBucket{}
-		}
-		c.m[bucket] = cachedBucket{in: in, exp: now.Add(bucketCacheTTL)}
-		c.mu.Unlock()
+		c.put(bucket, cachedBucket{in: in, exp: now.Add(bucketCacheTTL)})
 	}
 	return in, err
+}
+
+func (c *bucketCache) put(bucket string, e cachedBucket) {
+	c.mu.Lock()
+	if c.m == nil || len(c.m) > 10000 {
+		c.m = map[string]cachedBucket{}
+	}
+	c.m[bucket] = e
+	c.mu.Unlock()
+}
+
+// bucketVersioning returns a bucket's directory and versioning state,
+// cached as bucketInode is: a state set through another gateway shows
+// within bucketCacheTTL (S3 itself takes a while to apply one).
+func (g *Gateway) bucketVersioning(ctx context.Context, bucket string) (metaapi.Inode, metaapi.Versioning, error) {
+	c := &g.bcache
+	now := time.Now()
+	c.mu.Lock()
+	e, ok := c.m[bucket]
+	c.mu.Unlock()
+	if ok && e.known && now.Before(e.exp) {
+		return e.in, e.versioning, nil
+	}
+	in, err := g.bucketInode(ctx, bucket)
+	if err != nil {
+		return in, 0, err
+	}
+	st, err := g.meta.GetVersioning(ctx, in.ID)
+	if err != nil {
+		return in, 0, err
+	}
+	c.put(bucket, cachedBucket{in: in, versioning: st, known: true, exp: now.Add(bucketCacheTTL)})
+	return in, st, nil
 }
 
 func (g *Gateway) lookupBucket(ctx context.Context, bucket string) (metaapi.Inode, error) {
@@ -259,17 +289,6 @@ func (g *Gateway) getBucketLocation(w http.ResponseWriter, r *http.Request, rc *
 		loc = "" // S3 answers an empty constraint for us-east-1
 	}
 	return writeXML(w, locationConstraint{NS: s3NS, Region: loc})
-}
-
-func (g *Gateway) getBucketVersioning(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	if _, err := g.bucketInode(r.Context(), rc.bucket); err != nil {
-		return err
-	}
-	type versioningConfiguration struct {
-		XMLName struct{} `xml:"VersioningConfiguration"`
-		NS      string   `xml:"xmlns,attr"`
-	}
-	return writeXML(w, versioningConfiguration{NS: s3NS})
 }
 
 var _ = client.Creds{}

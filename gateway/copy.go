@@ -11,25 +11,26 @@ import (
 	"github.com/flyfs/flyfs/core/api/metaapi"
 )
 
-// copySource parses x-amz-copy-source ("[/]bucket/key[?versionId=...]").
-func copySource(v string) (bucket, key string, err error) {
+// copySource parses x-amz-copy-source ("[/]bucket/key[?versionId=...]");
+// version is "" when none is named.
+func copySource(v string) (bucket, key, version string, err error) {
 	if i := strings.Index(v, "?versionId="); i >= 0 {
-		// "null" is the object's one version; another id names none.
-		if err := versionIDError(v[i+len("?versionId="):]); err != nil {
-			return "", "", err
+		version = v[i+len("?versionId="):]
+		if err := checkVersionIDSyntax(version); err != nil {
+			return "", "", "", err
 		}
 		v = v[:i]
 	}
 	dv, err := url.PathUnescape(v)
 	if err != nil {
-		return "", "", errCode("InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.")
+		return "", "", "", errCode("InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.")
 	}
 	dv = strings.TrimPrefix(dv, "/")
 	bucket, key, ok := strings.Cut(dv, "/")
 	if !ok || bucket == "" || key == "" {
-		return "", "", errCode("InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.")
+		return "", "", "", errCode("InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.")
 	}
-	return bucket, key, nil
+	return bucket, key, version, nil
 }
 
 // copySourceObject resolves the request's X-Amz-Copy-Source as a GET of it
@@ -38,7 +39,7 @@ func copySource(v string) (bucket, key string, err error) {
 // permission on it, a valid key, and the source's preconditions
 // (x-amz-copy-source-if-*).
 func (g *Gateway) copySourceObject(ctx context.Context, r *http.Request, rc *reqCtx) (objectPath, metaapi.Inode, *objectMeta, error) {
-	sb, sk, err := copySource(r.Header.Get("X-Amz-Copy-Source"))
+	sb, sk, sv, err := copySource(r.Header.Get("X-Amz-Copy-Source"))
 	if err != nil {
 		return objectPath{}, metaapi.Inode{}, nil, err
 	}
@@ -52,7 +53,25 @@ func (g *Gateway) copySourceObject(ctx context.Context, r *http.Request, rc *req
 	if err != nil {
 		return objectPath{}, metaapi.Inode{}, nil, err
 	}
-	sin, som, err := g.statPath(ctx, src)
+	var sin metaapi.Inode
+	var som *objectMeta
+	if sv == "" {
+		sin, som, err = g.statPath(ctx, src)
+		if err == nil {
+			if _, st, verr := g.bucketVersioning(ctx, sb); verr == nil && st != metaapi.Unversioned {
+				rc.hdr.Set("X-Amz-Copy-Source-Version-Id", versionOfInode(sin))
+			}
+		}
+	} else {
+		h := http.Header{}
+		sin, som, err = g.statByVersion(ctx, src, sv, h)
+		if err == nil {
+			rc.hdr.Set("X-Amz-Copy-Source-Version-Id", sv)
+		} else if h.Get("X-Amz-Delete-Marker") != "" {
+			// A delete marker cannot be copied: S3 answers 400 here.
+			err = errCode("InvalidRequest", "The source of a copy request may not specifically refer to a delete marker by version id.")
+		}
+	}
 	if err != nil {
 		return objectPath{}, metaapi.Inode{}, nil, err
 	}
@@ -60,6 +79,13 @@ func (g *Gateway) copySourceObject(ctx context.Context, r *http.Request, rc *req
 		return objectPath{}, metaapi.Inode{}, nil, err
 	}
 	return src, sin, som, nil
+}
+
+// isCurrent reports whether in is o's current version (a copy from an
+// older version of a key onto it is not a copy onto itself).
+func (g *Gateway) isCurrent(ctx context.Context, o objectPath, in metaapi.Inode) bool {
+	cur, _, err := g.statPath(ctx, o)
+	return err == nil && cur.ID == in.ID
 }
 
 // copyObject is CopyObject: the source's bytes are staged and published as
@@ -110,7 +136,7 @@ func (g *Gateway) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 		return err
 	}
 	lastMod := time.Now()
-	if src.bucket == dst.bucket && src.key == dst.key {
+	if src.bucket == dst.bucket && src.key == dst.key && g.isCurrent(ctx, src, sin) {
 		if !replace && !replaceTags {
 			return errCode("InvalidRequest", "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 		}
@@ -176,7 +202,7 @@ func (g *Gateway) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 			return err
 		}
 	}
-	if err := g.publish(ctx, g.stagingIno, st.name, dst, rc.creds(), cond, false); err != nil {
+	if err := g.publish(ctx, w.Header(), g.stagingIno, st.name, dst, rc.creds(), cond, false); err != nil {
 		return err
 	}
 	published = true

@@ -10,7 +10,92 @@ import (
 	"github.com/flyfs/flyfs/core/api/metaapi"
 )
 
-// deleteOne removes one key; a missing key is success, as in S3.
+// deleteOutcome is what a delete did in a versioned bucket: the version it
+// removed or the delete marker it made (VersionID), and whether that was a
+// delete marker.
+type deleteOutcome struct {
+	VersionID    string
+	DeleteMarker bool
+}
+
+// deleteVersioned is a delete in a bucket that has or had versioning (or
+// of a named version): without a version id, a delete marker (the current
+// version kept); with one, that version for good. A missing version is
+// success, as a missing key is. Directory keys ("a/") have no versions.
+func (g *Gateway) deleteVersioned(ctx context.Context, b metaapi.Inode, o objectPath, version string, hasVersion bool, ifMatch string) (deleteOutcome, error) {
+	if hasVersion {
+		if err := checkVersionIDSyntax(version); err != nil {
+			return deleteOutcome{}, err
+		}
+		res, err := g.meta.DeleteVersion(ctx, b.ID, o.key, version, true)
+		switch errnoOf(err) {
+		case 0:
+			return deleteOutcome{VersionID: version, DeleteMarker: res.DeleteMarker}, nil
+		case syscall.ENOENT:
+			return deleteOutcome{VersionID: version}, nil
+		}
+		return deleteOutcome{}, nsError(err, keyDelete, o.key)
+	}
+	req := metaapi.DeleteKeyReq{Bucket: b.ID, Key: o.key, PruneImplicit: true}
+	if ifMatch != "" {
+		parent, err := g.meta.Resolve(ctx, o.parentPath(), true)
+		if err != nil {
+			return deleteOutcome{}, nsError(err, keyDelete, o.key)
+		}
+		cur, err := g.meta.Lookup(ctx, parent.ID, o.name())
+		if err != nil {
+			return deleteOutcome{}, nsError(err, keyDelete, o.key)
+		}
+		if cur.Type != metaapi.TypeFile {
+			return deleteOutcome{}, errCode("NoSuchKey", "")
+		}
+		om, err := g.loadMeta(ctx, cur.ID)
+		if err != nil {
+			return deleteOutcome{}, err
+		}
+		if !etagMatches(ifMatch, etagFor(cur, om)) {
+			return deleteOutcome{}, errCode("PreconditionFailed", "")
+		}
+		req.IfIno, req.IfGen = cur.ID, cur.Gen
+	}
+	id, err := g.meta.DeleteKey(ctx, req)
+	switch errnoOf(err) {
+	case 0:
+		return deleteOutcome{VersionID: id, DeleteMarker: true}, nil
+	case syscall.ENOTDIR:
+		// A file on the key's path ("a" for "a/b"): no such key, and no
+		// marker can be put under it.
+		return deleteOutcome{}, nil
+	}
+	return deleteOutcome{}, nsError(err, keyDelete, o.key)
+}
+
+// deleteKey removes one key (or one version of it) and says what it did.
+func (g *Gateway) deleteKey(ctx context.Context, bucket, key, version string, hasVersion bool, ifMatch string) (deleteOutcome, error) {
+	o, err := parseKey(bucket, key)
+	if err != nil {
+		return deleteOutcome{}, err
+	}
+	b, st, err := g.bucketVersioning(ctx, bucket)
+	if err != nil {
+		return deleteOutcome{}, err
+	}
+	if !o.dir && (st != metaapi.Unversioned || (hasVersion && version != nullVersion)) {
+		return g.deleteVersioned(ctx, b, o, version, hasVersion, ifMatch)
+	}
+	if hasVersion {
+		if err := checkVersionIDSyntax(version); err != nil {
+			return deleteOutcome{}, err
+		}
+		if o.dir && version != nullVersion {
+			return deleteOutcome{VersionID: version}, nil // names no version
+		}
+	}
+	return deleteOutcome{}, g.deleteOne(ctx, bucket, key, ifMatch)
+}
+
+// deleteOne removes one key of a bucket never versioned; a missing key is
+// success, as in S3.
 func (g *Gateway) deleteOne(ctx context.Context, bucket, key, ifMatch string) error {
 	o, err := parseKey(bucket, key)
 	if err != nil {
@@ -125,8 +210,15 @@ func (g *Gateway) deleteObject(w http.ResponseWriter, r *http.Request, rc *reqCt
 	if _, err := g.bucketInode(ctx, rc.bucket); err != nil {
 		return err
 	}
-	if err := g.deleteOne(ctx, rc.bucket, rc.object, r.Header.Get("If-Match")); err != nil {
+	out, err := g.deleteKey(ctx, rc.bucket, rc.object, rc.versionID, rc.hasVersion, r.Header.Get("If-Match"))
+	if err != nil {
 		return err
+	}
+	if out.VersionID != "" {
+		w.Header().Set("X-Amz-Version-Id", out.VersionID)
+	}
+	if out.DeleteMarker {
+		w.Header().Set("X-Amz-Delete-Marker", "true")
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -145,22 +237,17 @@ func (g *Gateway) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqC
 		return err
 	}
 	errs := make([]error, len(req.Objects))
+	outs := make([]deleteOutcome, len(req.Objects))
 	sem := make(chan struct{}, 16)
 	done := make(chan struct{})
 	for i, obj := range req.Objects {
 		sem <- struct{}{}
 		go func(i int, obj deleteObjectID) {
 			defer func() { <-sem; done <- struct{}{} }()
-			if obj.VersionID != "" {
-				// "null" is the object's one version; another id names none.
-				if errs[i] = versionIDError(obj.VersionID); errs[i] != nil {
-					return
-				}
-			}
 			if errs[i] = g.decide(r, rc, "DeleteObject", rc.bucket, obj.Key, access.ReadWrite); errs[i] != nil {
 				return
 			}
-			errs[i] = g.deleteOne(ctx, rc.bucket, obj.Key, obj.ETag)
+			outs[i], errs[i] = g.deleteKey(ctx, rc.bucket, obj.Key, obj.VersionID, obj.VersionID != "", obj.ETag)
 		}(i, obj)
 	}
 	for range req.Objects {
@@ -172,7 +259,14 @@ func (g *Gateway) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqC
 			ae := toAPIError(errs[i])
 			res.Errors = append(res.Errors, deleteError{Key: obj.Key, VersionID: obj.VersionID, Code: ae.Code, Message: ae.Message})
 		} else if !req.Quiet {
-			res.Deleted = append(res.Deleted, deletedObject{Key: obj.Key, VersionID: obj.VersionID})
+			d := deletedObject{Key: obj.Key, VersionID: obj.VersionID}
+			if outs[i].DeleteMarker {
+				d.DeleteMarker = true
+				if obj.VersionID == "" {
+					d.DeleteMarkerVersionID = outs[i].VersionID
+				}
+			}
+			res.Deleted = append(res.Deleted, d)
 		}
 	}
 	return writeXML(w, res)

@@ -76,6 +76,7 @@ var s3Errors = map[string]struct {
 	"MissingSecurityHeader":               {http.StatusBadRequest, "Your request is missing a required header."},
 	"NoSuchBucket":                        {http.StatusNotFound, "The specified bucket does not exist."},
 	"NoSuchKey":                           {http.StatusNotFound, "The specified key does not exist."},
+	"NoSuchVersion":                       {http.StatusNotFound, "The specified version does not exist."},
 	"NoSuchTagSet":                        {http.StatusNotFound, "The TagSet does not exist."},
 	"NoSuchUpload":                        {http.StatusNotFound, "The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed."},
 	"NotImplemented":                      {http.StatusNotImplemented, "A header you provided implies functionality that is not implemented."},

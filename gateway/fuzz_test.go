@@ -190,13 +190,14 @@ func FuzzParseRange(f *testing.F) {
 
 // FuzzCopySource: x-amz-copy-source. An accepted source names a bucket
 // (no '/') and a key, both non-empty; encoded again they parse to
-// themselves, with or without a leading '/' and ?versionId=null.
+// themselves, with or without a leading '/' and ?versionId=null, which
+// is then the version named.
 func FuzzCopySource(f *testing.F) {
 	for _, s := range []string{"b/k", "/b/dir/k.txt", "b/a%20b%2Fc", "b/k?versionId=null", "b/k?versionId=3", "b", "/b/", "b/%zz", "%2Fb/k", "b/k%3FversionId%3Dnull", "../b/k"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		bucket, key, err := copySource(v)
+		bucket, key, _, err := copySource(v)
 		if err != nil {
 			if c := toAPIError(err).Code; c != "InvalidArgument" {
 				t.Fatalf("%q: %v", v, err)
@@ -208,9 +209,9 @@ func FuzzCopySource(f *testing.F) {
 		}
 		enc := awsURIEncode(bucket, false) + "/" + awsURIEncode(key, true)
 		for _, w := range []string{enc, "/" + enc, enc + "?versionId=null"} {
-			b2, k2, err := copySource(w)
-			if err != nil || b2 != bucket || k2 != key {
-				t.Fatalf("%q -> (%q, %q); %q -> (%q, %q, %v)", v, bucket, key, w, b2, k2, err)
+			b2, k2, v2, err := copySource(w)
+			if err != nil || b2 != bucket || k2 != key || (v2 == nullVersion) != strings.HasSuffix(w, "?versionId=null") {
+				t.Fatalf("%q -> (%q, %q); %q -> (%q, %q, %q, %v)", v, bucket, key, w, b2, k2, v2, err)
 			}
 		}
 	})

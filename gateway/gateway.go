@@ -108,6 +108,12 @@ type namespace interface {
 	SetXattr(ctx context.Context, ino uint64, name string, value []byte, flags int) error
 	ListXattr(ctx context.Context, ino uint64) ([]string, error)
 	RemoveXattr(ctx context.Context, ino uint64, name string) error
+	SetVersioning(ctx context.Context, bucket uint64, st metaapi.Versioning) error
+	GetVersioning(ctx context.Context, bucket uint64) (metaapi.Versioning, error)
+	ListVersions(ctx context.Context, req metaapi.ListVersionsReq) (*metaapi.ListVersionsResp, error)
+	GetVersion(ctx context.Context, bucket uint64, key, id string) (*metaapi.VersionEntry, error)
+	DeleteKey(ctx context.Context, req metaapi.DeleteKeyReq) (string, error)
+	DeleteVersion(ctx context.Context, bucket uint64, key, id string, pruneImplicit bool) (*metaapi.DeleteVersionResp, error)
 }
 
 var _ namespace = (*client.Meta)(nil)
@@ -200,6 +206,11 @@ type reqCtx struct {
 	// anonOwner owns what an anonymous caller creates (its bucket's owner),
 	// set when a bucket policy admits it.
 	anonOwner client.Creds
+	// versionID is the request's versionId parameter, when hasVersion.
+	versionID  string
+	hasVersion bool
+	// hdr is the response's header (version headers are set deep down).
+	hdr http.Header
 }
 
 type ctxKey struct{}
@@ -246,6 +257,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := &reqCtx{id: newRequestID(), start: time.Now(), size: -1, op: "Unknown"}
 	sw := &statusWriter{ResponseWriter: w}
 	h := sw.Header()
+	rc.hdr = h
+	if q := r.URL.Query(); q.Has("versionId") {
+		rc.versionID, rc.hasVersion = q.Get("versionId"), true
+	}
 	h.Set("X-Amz-Request-Id", rc.id)
 	h.Set("X-Amz-Id-2", rc.id)
 	h.Set("Server", "flyfs")

@@ -17,7 +17,7 @@ func (g *Gateway) statObject(ctx context.Context, rc *reqCtx) (metaapi.Inode, *o
 	if err != nil {
 		return metaapi.Inode{}, nil, err
 	}
-	return g.statPath(ctx, o)
+	return g.statVersioned(ctx, rc, o)
 }
 
 // statPath is statObject for a parsed key.

@@ -505,7 +505,7 @@ func (g *Gateway) completeMultipartUpload(w http.ResponseWriter, r *http.Request
 		}
 	}
 	cr := client.Creds{UID: u.rec.UID, GID: u.rec.GID}
-	if err := g.publish(ctx, u.dir.ID, finalName, o, cr, cond, false); err != nil {
+	if err := g.publish(ctx, w.Header(), u.dir.ID, finalName, o, cr, cond, false); err != nil {
 		return err
 	}
 	if err := g.meta.RemoveAll(ctx, g.uploadsIno, u.id); err != nil && errnoOf(err) != syscall.ENOENT {

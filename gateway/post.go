@@ -263,7 +263,7 @@ func (g *Gateway) postObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 			return err
 		}
 	}
-	if err := g.publish(ctx, g.stagingIno, st.name, o, rc.creds(), writeCond{}, false); err != nil {
+	if err := g.publish(ctx, w.Header(), g.stagingIno, st.name, o, rc.creds(), writeCond{}, false); err != nil {
 		return err
 	}
 	published = true

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"net/http"
 	"syscall"
 
 	"github.com/flyfs/flyfs/core/api/metaapi"
@@ -20,7 +21,26 @@ func (g *Gateway) ensureParent(ctx context.Context, o objectPath, cr client.Cred
 
 // publish renames the staging file (or directory) src into o's place in one
 // metadata transaction; the preconditions are decided in that transaction.
-func (g *Gateway) publish(ctx context.Context, srcParent uint64, srcName string, o objectPath, cr client.Creds, cond writeCond, pruneSrc bool) error {
+// In a versioned bucket it sets x-amz-version-id in h (nil: nowhere) to
+// the id the new version got.
+func (g *Gateway) publish(ctx context.Context, h http.Header, srcParent uint64, srcName string, o objectPath, cr client.Creds, cond writeCond, pruneSrc bool) error {
+	var srcIno uint64
+	if _, st, err := g.bucketVersioning(ctx, o.bucket); err == nil && st != metaapi.Unversioned && h != nil && !o.dir {
+		if in, err := g.meta.Lookup(ctx, srcParent, srcName); err == nil {
+			srcIno = in.ID
+		}
+	}
+	err := g.rename(ctx, srcParent, srcName, o, cr, cond, pruneSrc)
+	if err == nil && srcIno != 0 {
+		if id := g.publishedVersion(ctx, o.bucket, srcIno); id != "" {
+			h.Set("X-Amz-Version-Id", id)
+		}
+	}
+	return err
+}
+
+// rename is publish's transaction, retried when the parent it made vanished.
+func (g *Gateway) rename(ctx context.Context, srcParent uint64, srcName string, o objectPath, cr client.Creds, cond writeCond, pruneSrc bool) error {
 	scope := keyWrite
 	if cond.ifNoneMatch == "*" {
 		scope = keyWriteNew

@@ -76,7 +76,7 @@ func (g *Gateway) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 			return err
 		}
 	}
-	if err := g.publish(ctx, g.stagingIno, st.name, o, rc.creds(), cond, false); err != nil {
+	if err := g.publish(ctx, w.Header(), g.stagingIno, st.name, o, rc.creds(), cond, false); err != nil {
 		return err
 	}
 	published = true

@@ -63,7 +63,7 @@ func (g *Gateway) renameObject(w http.ResponseWriter, r *http.Request, rc *reqCt
 	if err != nil {
 		return err
 	}
-	if err := g.publish(ctx, sparent.ID, src.name(), dst, rc.creds(), cond, true); err != nil {
+	if err := g.publish(ctx, w.Header(), sparent.ID, src.name(), dst, rc.creds(), cond, true); err != nil {
 		return nsError(err, keyRename, dst.key)
 	}
 	w.WriteHeader(http.StatusOK)

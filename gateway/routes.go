@@ -410,11 +410,10 @@ func (g *Gateway) admit(r *http.Request, rc *reqCtx, rt route) error {
 	return refuseHeaders(h, rt.op)
 }
 
-// versionedOps are the implemented operations that take a versionId: on
-// buckets without versioning only "null" (the one version) names an
-// object.
+// versionedOps are the implemented operations that take a versionId; its
+// syntax is checked here, the version it names by the operation.
 var versionedOps = map[string]bool{
-	"GetObject": true, "HeadObject": true, "DeleteObject": true, "GetObjectAcl": true, "GetObjectAttributes": true,
+	"GetObject": true, "HeadObject": true, "DeleteObject": true, "GetObjectAcl": true, "PutObjectAcl": true, "GetObjectAttributes": true,
 	"GetObjectTagging": true, "PutObjectTagging": true, "DeleteObjectTagging": true, "GetObjectRetention": true, "GetObjectLegalHold": true,
 }
 
@@ -422,13 +421,7 @@ func checkVersionID(q url.Values, op string) error {
 	if !versionedOps[op] || !q.Has("versionId") {
 		return nil
 	}
-	switch q.Get("versionId") {
-	case "null":
-		return nil
-	case "":
-		return errCode("InvalidArgument", "Version id cannot be the empty string")
-	}
-	return errCode("InvalidArgument", "Invalid version id specified")
+	return checkVersionIDSyntax(q.Get("versionId"))
 }
 
 func (g *Gateway) authorize(r *http.Request, rc *reqCtx, rt route) error {

@@ -95,20 +95,20 @@ type listBucketResultV1 struct {
 
 // listVersionsResult is ListObjectVersions' answer.
 type listVersionsResult struct {
-	XMLName             xml.Name        `xml:"ListVersionsResult"`
-	NS                  string          `xml:"xmlns,attr"`
-	Name                string          `xml:"Name"`
-	Prefix              string          `xml:"Prefix"`
-	KeyMarker           string          `xml:"KeyMarker"`
-	VersionIDMarker     string          `xml:"VersionIdMarker"`
-	NextKeyMarker       string          `xml:"NextKeyMarker,omitempty"`
-	NextVersionIDMarker string          `xml:"NextVersionIdMarker,omitempty"`
-	MaxKeys             int             `xml:"MaxKeys"`
-	Delimiter           string          `xml:"Delimiter,omitempty"`
-	EncodingType        string          `xml:"EncodingType,omitempty"`
-	IsTruncated         bool            `xml:"IsTruncated"`
-	Versions            []objectVersion `xml:"Version"`
-	CommonPrefixes      []commonPrefix  `xml:"CommonPrefixes"`
+	XMLName             xml.Name       `xml:"ListVersionsResult"`
+	NS                  string         `xml:"xmlns,attr"`
+	Name                string         `xml:"Name"`
+	Prefix              string         `xml:"Prefix"`
+	KeyMarker           string         `xml:"KeyMarker"`
+	VersionIDMarker     string         `xml:"VersionIdMarker"`
+	NextKeyMarker       string         `xml:"NextKeyMarker,omitempty"`
+	NextVersionIDMarker string         `xml:"NextVersionIdMarker,omitempty"`
+	MaxKeys             int            `xml:"MaxKeys"`
+	Delimiter           string         `xml:"Delimiter,omitempty"`
+	EncodingType        string         `xml:"EncodingType,omitempty"`
+	IsTruncated         bool           `xml:"IsTruncated"`
+	Entries             []any          `xml:"Version"` // objectVersion and deleteMarkerEntry, in order
+	CommonPrefixes      []commonPrefix `xml:"CommonPrefixes"`
 }
 
 type objectVersion struct {
@@ -144,8 +144,10 @@ type deleteResult struct {
 }
 
 type deletedObject struct {
-	Key       string `xml:"Key"`
-	VersionID string `xml:"VersionId,omitempty"` // as the request named it
+	Key                   string `xml:"Key"`
+	VersionID             string `xml:"VersionId,omitempty"` // as the request named it
+	DeleteMarker          bool   `xml:"DeleteMarker,omitempty"`
+	DeleteMarkerVersionID string `xml:"DeleteMarkerVersionId,omitempty"` // the marker a delete made
 }
 
 type deleteError struct {

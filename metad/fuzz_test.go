@@ -60,6 +60,12 @@ var metadMethods = []rpctest.Method{
 	rpctest.M[metaapi.KeyReq](metaapi.MethodKeyRevoke),
 	rpctest.M[metaapi.KeyGrantsReq](metaapi.MethodKeySetGrants),
 	rpctest.M[metaapi.KeyRootReq](metaapi.MethodKeyEnsureRoot),
+	rpctest.M[metaapi.VersioningReq](metaapi.MethodSetVersioning),
+	rpctest.M[metaapi.VersioningReq](metaapi.MethodGetVersioning),
+	rpctest.M[metaapi.ListVersionsReq](metaapi.MethodListVersions),
+	rpctest.M[metaapi.VersionReq](metaapi.MethodGetVersion),
+	rpctest.M[metaapi.DeleteKeyReq](metaapi.MethodDeleteKey),
+	rpctest.M[metaapi.DeleteVersionReq](metaapi.MethodDeleteVersion),
 }
 
 func methodIndex(m rpc.Method) uint8 {
@@ -185,6 +191,12 @@ func FuzzMetadHandlers(f *testing.F) {
 	add(metaapi.MethodKeySetGrants, &metaapi.KeyGrantsReq{ID: m.key, Buckets: map[string]access.Permission{"*": access.ReadWrite}})
 	add(metaapi.MethodKeyRevoke, &metaapi.KeyReq{ID: m.key})
 	add(metaapi.MethodKeyEnsureRoot, &metaapi.KeyRootReq{})
+	add(metaapi.MethodSetVersioning, &metaapi.VersioningReq{Bucket: m.dir, State: metaapi.VersioningEnabled})
+	add(metaapi.MethodGetVersioning, &metaapi.VersioningReq{Bucket: m.dir})
+	add(metaapi.MethodDeleteKey, &metaapi.DeleteKeyReq{ReqID: rid(20), Bucket: m.dir, Key: "f", PruneImplicit: true})
+	add(metaapi.MethodListVersions, &metaapi.ListVersionsReq{Bucket: m.dir, Prefix: "f", Delimiter: "/", AfterKey: "e", AfterSeq: 9, Limit: 3})
+	add(metaapi.MethodGetVersion, &metaapi.VersionReq{Bucket: m.dir, Key: "f", ID: "null"})
+	add(metaapi.MethodDeleteVersion, &metaapi.DeleteVersionReq{ReqID: rid(21), Bucket: m.dir, Key: "a/b/f", ID: "null", PruneImplicit: true})
 	f.Add(methodIndex(metaapi.MethodStat), []byte{0xff})
 	f.Add(methodIndex(metaapi.MethodCreate), []byte{0xa1, 0x01, 0x43, 1, 2, 3}) // a request id of 3 bytes
 

@@ -150,6 +150,7 @@ func New(cfg Config) (*Server, error) {
 	handle(s, metaapi.MethodGetLock, s.getLock)
 	handle(s, metaapi.MethodSetLock, s.setLock)
 	handle(s, metaapi.MethodCollect, s.handleCollect)
+	s.serveVersions()
 	if err := s.serveKeys(cfg); err != nil {
 		s.Close()
 		return nil, err
@@ -200,7 +201,7 @@ func toWire(in ns.Inode) metaapi.Inode {
 	return metaapi.Inode{ID: in.ID, Type: metaapi.Type(in.Type), Mode: in.Mode, UID: in.UID, GID: in.GID,
 		Atime: in.Atime, Mtime: in.Mtime, Ctime: in.Ctime, Nlink: in.Nlink, Length: in.Length,
 		TruncateVer: in.TruncateVer, Layout: in.Layout, Target: in.Target, Gen: in.Gen, Implicit: in.Implicit, StripeHint: in.StripeHint,
-		Rdev: in.Rdev}
+		Rdev: in.Rdev, VersionID: in.VersionID, Versions: in.Versions}
 }
 
 func inodeResp(in ns.Inode, err error) (*metaapi.InodeResp, []byte, error) {

@@ -38,6 +38,8 @@ var Keyspace = []Space{
 	{"STAD", "metad/ns", "StatFS deltas"},
 	{"LOCK", "metad/ns", "files' fcntl and flock lock tables"},
 	{"LKSS", "metad/ns", "the clients' lock sessions"},
+	{"VBKT", "metad/ns", "buckets' versioning state"},
+	{"VERS", "metad/ns", "noncurrent versions and delete markers of versioned buckets' keys"},
 	{"S3K/", "metad/keys", "access keys"},
 	{"S3ROOT", "metad/keys", "the id of the root access key"},
 }

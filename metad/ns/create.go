@@ -92,6 +92,9 @@ func (n *Namespace) Create(ctx context.Context, req CreateRequest) (CreateResult
 			if err := o.inheritACL(p, in, req.Umask); err != nil {
 				return err
 			}
+			if err := o.versionedCreate(req.Parent, req.Name, in); err != nil {
+				return err
+			}
 			o.createInode(in)
 			o.putDentry(req.Parent, req.Name, &Dentry{Ino: id, Type: TypeFile, ReqID: req.ReqID})
 			res.Created = true

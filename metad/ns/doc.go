@@ -18,6 +18,8 @@
 //	STAD time(8, BE) nonce(8)                -> StatFS delta (blind writes)
 //	LOCK ino(8, LE) class(1)                 -> []RangeLock, fcntl ('p') or flock ('f') (locks.go)
 //	LKSS client                              -> lockSession: a client's lock session and its expiry
+//	VBKT bucket(8, LE)                       -> a bucket's versioning state (versions.go)
+//	VERS bucket(8, LE) key 0x00 ^seq(8, BE)  -> Version: a noncurrent version or delete marker
 //
 // # Invariants
 //
@@ -30,8 +32,11 @@
 //     exact number of subdirectories whose id falls in it.
 //   - A file, symlink or special file's nlink is the number of dentries naming
 //     it. A file with nlink 0 still has its inode (open readers keep reading)
-//     and is either in the GC queue or has open write sessions (the last Close
-//     queues it). Symlinks and special files with nlink 0 are deleted at once.
+//     and is either in the GC queue, or has open write sessions (the last Close
+//     queues it), or is a noncurrent version: Versions counts the version
+//     records naming it, and such a file is never queued (versions.go has the
+//     versioning invariants). Symlinks and special files with nlink 0 are
+//     deleted at once.
 //   - Special files (fifos, sockets, devices) are inodes only: no layout, no
 //     length, no sessions; only devices have an Rdev.
 //   - A lock table belongs to an existing inode; it holds no two overlapping

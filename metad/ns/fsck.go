@@ -46,18 +46,26 @@ type fsckDentry struct {
 
 // fsckState is everything the namespace stores, read at one version.
 type fsckState struct {
-	inodes   map[uint64]*Inode
-	dentries []fsckDentry
-	gc       map[uint64]gcKind
-	sessions map[uint64]int
-	xattrs   map[uint64]bool
-	locks    map[uint64]bool   // inodes with lock tables
-	aclBits  map[uint64]uint32 // the mode bits each access ACL stands for
-	dirTimes map[uint64]bool
-	subdirs  map[uint64]*[subdirShards]int64 // the count shards of each directory
-	alloc    [allocShards]uint64
-	stats    FSStats
-	bad      []string // undecodable or unknown keys
+	inodes     map[uint64]*Inode
+	dentries   []fsckDentry
+	gc         map[uint64]gcKind
+	sessions   map[uint64]int
+	xattrs     map[uint64]bool
+	locks      map[uint64]bool   // inodes with lock tables
+	aclBits    map[uint64]uint32 // the mode bits each access ACL stands for
+	dirTimes   map[uint64]bool
+	subdirs    map[uint64]*[subdirShards]int64 // the count shards of each directory
+	alloc      [allocShards]uint64
+	stats      FSStats
+	versioning map[uint64]Versioning // buckets' states
+	versions   []fsckVersion
+	bad        []string // undecodable or unknown keys
+}
+
+type fsckVersion struct {
+	bucket uint64
+	key    string
+	Version
 }
 
 // Check reads the whole namespace in one read-only transaction and checks its
@@ -99,11 +107,12 @@ func Check(ctx context.Context, db *kv.DB) (Report, error) {
 
 func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
 	st := &fsckState{inodes: map[uint64]*Inode{}, gc: map[uint64]gcKind{}, sessions: map[uint64]int{},
-		xattrs: map[uint64]bool{}, locks: map[uint64]bool{}, aclBits: map[uint64]uint32{}, dirTimes: map[uint64]bool{}, subdirs: map[uint64]*[subdirShards]int64{}}
+		xattrs: map[uint64]bool{}, locks: map[uint64]bool{}, aclBits: map[uint64]uint32{}, dirTimes: map[uint64]bool{}, subdirs: map[uint64]*[subdirShards]int64{},
+		versioning: map[uint64]Versioning{}}
 	bad := &st.bad
 	id := func(k []byte, off int) uint64 { return binary.LittleEndian.Uint64(k[off : off+8]) }
 	// Only our tags: the store may hold other services' keys.
-	tags := [][]byte{tagInode, tagDentry, tagIdem, tagGC, tagAlloc, tagSession, tagXattr, tagDirTime, keyStatBase, tagStatDelta, tagLock, tagLockSession}
+	tags := [][]byte{tagInode, tagDentry, tagIdem, tagGC, tagAlloc, tagSession, tagXattr, tagDirTime, keyStatBase, tagStatDelta, tagLock, tagLockSession, tagVersioning, tagVersion}
 	visit := func(k, v []byte) error {
 		if len(k) < 4 {
 			*bad = append(*bad, fmt.Sprintf("short key %q", k))
@@ -199,6 +208,21 @@ func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
 			if err := decode(v, &s); err != nil {
 				*bad = append(*bad, fmt.Sprintf("lock session %q: %v", rest, err))
 			}
+		case bytes.Equal(tag, tagVersioning) && len(rest) == 8:
+			var state Versioning
+			if err := decode(v, &state); err != nil || state > VersioningSuspended {
+				*bad = append(*bad, fmt.Sprintf("versioning state of %d: %x", id(k, 4), v))
+				return nil
+			}
+			st.versioning[id(k, 4)] = state
+		case bytes.Equal(tag, tagVersion) && len(rest) > 17:
+			key, _, ok := parseVersionKey(id(k, 4), k)
+			var ver Version
+			if err := decode(v, &ver); !ok || err != nil || ver.ID == "" {
+				*bad = append(*bad, fmt.Sprintf("version record %q: %v", k, err))
+				return nil
+			}
+			st.versions = append(st.versions, fsckVersion{bucket: id(k, 4), key: key, Version: ver})
 		default:
 			*bad = append(*bad, fmt.Sprintf("malformed key %q", k))
 		}
@@ -230,6 +254,7 @@ func (st *fsckState) check(r *Report) {
 	}
 
 	links := map[uint64]int{}
+	versionRefs := st.checkVersions(r)
 	dirDentry := map[uint64][]fsckDentry{}
 	children := map[uint64][]uint64{}
 	subdirs := map[uint64]*[subdirShards]int64{} // counted from the dentries
@@ -279,8 +304,14 @@ func (st *fsckState) check(r *Report) {
 			if int(in.Nlink) != links[ino] {
 				r.problem("file %d: nlink %d, %d dentries", ino, in.Nlink, links[ino])
 			}
-			if in.Nlink == 0 && !queued && st.sessions[ino] == 0 {
-				r.problem("file %d: no links, not queued for GC and no sessions (leaked)", ino)
+			if in.Nlink == 0 && !queued && st.sessions[ino] == 0 && in.Versions == 0 {
+				r.problem("file %d: no links, no versions, not queued for GC and no sessions (leaked)", ino)
+			}
+			if int(in.Versions) != versionRefs[ino] {
+				r.problem("file %d: counts %d versions, %d records name it", ino, in.Versions, versionRefs[ino])
+			}
+			if queued && in.Versions > 0 {
+				r.problem("file %d: queued for GC while %d version records name it", ino, in.Versions)
 			}
 			if queued && kind != gcFile {
 				r.problem("file %d queued as %q", ino, kind)
@@ -449,4 +480,79 @@ func sum(v []int64) int64 {
 		s += x
 	}
 	return s
+}
+
+// checkVersions checks the versioning keys (see versions.go) and returns
+// how many records name each inode.
+func (st *fsckState) checkVersions(r *Report) map[uint64]int {
+	refs := map[uint64]int{}
+	names := map[uint64]map[string]uint64{}
+	for _, e := range st.dentries {
+		if names[e.parent] == nil {
+			names[e.parent] = map[string]uint64{}
+		}
+		names[e.parent][e.name] = e.d.Ino
+	}
+	bucketOK := func(b uint64) bool {
+		in, ok := st.inodes[b]
+		return ok && in.Type == TypeDir && in.Nlink > 0 && in.Parent == RootID && b != RootID
+	}
+	for b := range st.versioning {
+		if !bucketOK(b) {
+			r.problem("versioning state of %d, which is not a live directory in the root", b)
+		}
+	}
+	nulls := map[string]bool{}
+	for _, v := range st.versions {
+		if !bucketOK(v.bucket) {
+			r.problem("version %q of %q in %d, which is not a live directory in the root", v.ID, v.key, v.bucket)
+		}
+		if v.ID == NullVersion {
+			k := fmt.Sprintf("%d/%s", v.bucket, v.key)
+			if nulls[k] {
+				r.problem("key %q of bucket %d has two null versions", v.key, v.bucket)
+			}
+			nulls[k] = true
+			if cur := st.fileAt(names, v.bucket, v.key); cur != nil && cur.VersionID == "" {
+				r.problem("key %q of bucket %d: a null version both current (inode %d) and kept", v.key, v.bucket, cur.ID)
+			}
+		}
+		if v.DeleteMarker() {
+			continue
+		}
+		refs[v.Ino]++
+		if in, ok := st.inodes[v.Ino]; !ok || in.Type != TypeFile {
+			r.problem("version %q of %q in %d names inode %d, not a file", v.ID, v.key, v.bucket, v.Ino)
+		}
+	}
+	for ino, in := range st.inodes {
+		if in.Type != TypeFile && in.Versions > 0 {
+			r.problem("%s %d counts %d versions", in.Type, ino, in.Versions)
+		}
+	}
+	return refs
+}
+
+// fileAt is the file key names in bucket, if any.
+func (st *fsckState) fileAt(names map[uint64]map[string]uint64, bucket uint64, key string) *Inode {
+	dir := bucket
+	segs := strings.Split(key, "/")
+	for i, s := range segs {
+		ino, ok := names[dir][s]
+		if !ok {
+			return nil
+		}
+		in := st.inodes[ino]
+		if in == nil {
+			return nil
+		}
+		if i == len(segs)-1 {
+			if in.Type != TypeFile {
+				return nil
+			}
+			return in
+		}
+		dir = ino
+	}
+	return nil
 }

@@ -250,7 +250,7 @@ func (n *Namespace) GCDone(ctx context.Context, done []Removed) error {
 				if err != nil {
 					return err
 				}
-				if in.Nlink == 0 && !busy {
+				if in.Nlink == 0 && in.Versions == 0 && !busy {
 					o.deleteInode(in)
 				}
 			}

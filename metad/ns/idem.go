@@ -47,6 +47,8 @@ const (
 	opRemoveAll
 	opRemoveXattr
 	opGC
+	opDeleteKey
+	opDeleteVersion
 )
 
 // idemRecord is the stored outcome of a remove-type request. Errors are
@@ -57,6 +59,10 @@ type idemRecord struct {
 	Time    int64     `cbor:"2,keyasint,omitempty"` // unix ns, for expiry
 	Errno   int32     `cbor:"3,keyasint,omitempty"` // 0: success
 	Removed []Removed `cbor:"4,keyasint,omitempty"` // GCBatch's answer
+	// DeleteKey's and DeleteVersion's answers.
+	Version      string `cbor:"5,keyasint,omitempty"`
+	DeleteMarker bool   `cbor:"6,keyasint,omitempty"`
+	Promoted     string `cbor:"7,keyasint,omitempty"`
 }
 
 func (r *idemRecord) result(req RequestID) error {
@@ -96,9 +102,18 @@ func (e *errRecord) Error() string { return e.err.Error() }
 // second transaction that writes nothing but the record (if no record appeared
 // meanwhile), since the failed attempt's writes must not commit.
 func (n *Namespace) updateIdem(ctx context.Context, req RequestID, kind opKind, fn func(o *op) error) error {
-	var replay *idemRecord
+	_, err := n.updateIdemAnswer(ctx, req, kind, func(o *op, _ *idemRecord) error { return fn(o) })
+	return err
+}
+
+// updateIdemAnswer is updateIdem for a request with an answer: fn fills it
+// into the record, and the record (this run's or the replayed one) is
+// returned.
+func (n *Namespace) updateIdemAnswer(ctx context.Context, req RequestID, kind opKind, fn func(o *op, answer *idemRecord) error) (*idemRecord, error) {
+	var replay, answer *idemRecord
 	err := n.update(ctx, func(o *op) error {
 		replay = nil
+		answer = &idemRecord{Op: kind, Time: o.now}
 		rec, found, err := getIdem(o.ctx, o.tx, req, kind)
 		if err != nil {
 			return err
@@ -107,13 +122,13 @@ func (n *Namespace) updateIdem(ctx context.Context, req RequestID, kind opKind, 
 			replay = rec
 			return nil
 		}
-		if err := fn(o); err != nil {
+		if err := fn(o, answer); err != nil {
 			if isErrno(err) {
 				return &errRecord{err}
 			}
 			return err
 		}
-		o.tx.Set(idemKey(req), encode(&idemRecord{Op: kind, Time: o.now}))
+		o.tx.Set(idemKey(req), encode(answer))
 		return nil
 	})
 	var er *errRecord
@@ -133,16 +148,16 @@ func (n *Namespace) updateIdem(ctx context.Context, req RequestID, kind opKind, 
 			return nil
 		})
 		if err == nil && replay == nil {
-			return er.err
+			return nil, er.err
 		}
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if replay != nil {
-		return replay.result(req)
+		return replay, replay.result(req)
 	}
-	return nil
+	return answer, nil
 }
 
 // CleanIdem drops idempotency records older than Options.IdemTTL and returns

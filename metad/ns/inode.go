@@ -100,6 +100,13 @@ type Inode struct {
 	// made since the count exists, see dirattr.go), so Stat reports nlink 2
 	// plus them; an older directory reports 1.
 	CountsSubdirs bool `cbor:"21,keyasint,omitempty"`
+
+	// VersionID is the S3 version id of the file as the current version of
+	// its key in a versioned bucket; empty is the version "null".
+	VersionID string `cbor:"22,keyasint,omitempty"`
+	// Versions counts the version records (VERS) naming this file: a file
+	// with no links is kept while any names it (versions.go).
+	Versions uint32 `cbor:"23,keyasint,omitempty"`
 }
 
 // IsDir reports whether the inode is a directory.

@@ -911,6 +911,75 @@ func script() []step {
 			return wantErrno(err, ErrNotExist)
 		}},
 
+		// versioned buckets
+		{"a versioned bucket keeps overwrites and deletes, and a deleted marker brings the object back", 0, func(e *tenv) error {
+			b, err := e.mkdir("/vb")
+			if err != nil {
+				return err
+			}
+			e.ids["vb"] = b.ID
+			if err := e.ns.SetVersioning(ctx, b.ID, VersioningEnabled); err != nil {
+				return err
+			}
+			first, err := e.create("/vb/k", true)
+			if err != nil {
+				return err
+			}
+			second, err := e.create("/vb/new", true)
+			if err != nil {
+				return err
+			}
+			if err := e.rename("/vb/new", "/vb/k", 0); err != nil {
+				return err
+			}
+			if err := e.unlink("/vb/k"); err != nil {
+				return err
+			}
+			if _, err := e.ns.DeleteKey(ctx, RequestID{}, b.ID, "k", Cond{}, false); err != nil {
+				return err
+			}
+			recs, _, err := e.ns.ListVersions(ctx, ListVersionsRequest{Bucket: b.ID, Prefix: "k"})
+			if err != nil {
+				return err
+			}
+			if len(recs) != 4 || !recs[0].DeleteMarker() || !recs[1].DeleteMarker() || recs[2].Ino != second.Inode.ID || recs[3].Ino != first.Inode.ID {
+				return check(false, "records of k: %+v", recs)
+			}
+			for _, r := range recs[:2] {
+				if _, err := e.ns.DeleteVersion(ctx, RequestID{}, b.ID, "k", r.ID, false); err != nil {
+					return err
+				}
+			}
+			cur, err := e.stat("/vb/k")
+			return check(err == nil && cur.ID == second.Inode.ID && cur.VersionID == recs[2].ID, "/vb/k: %+v, %v", cur, err)
+		}},
+		{"a removed version's file is collected; a kept one is not", 0, func(e *tenv) error {
+			recs, _, err := e.ns.ListVersions(ctx, ListVersionsRequest{Bucket: e.ids["vb"], Prefix: "k"})
+			if err != nil || len(recs) != 1 {
+				return check(false, "records of k: %+v, %v", recs, err)
+			}
+			if _, err := e.ns.DeleteVersion(ctx, RequestID{}, e.ids["vb"], "k", recs[0].ID, false); err != nil {
+				return err
+			}
+			cur, err := e.stat("/vb/k")
+			if err != nil {
+				return err
+			}
+			gone := drainGC(e.t, e.ns)
+			removed := slices.IndexFunc(gone, func(r Removed) bool { return r.Ino == recs[0].Ino }) >= 0
+			kept := slices.IndexFunc(gone, func(r Removed) bool { return r.Ino == cur.ID }) < 0
+			return check(removed && kept, "collected %+v: want %d, not %d", gone, recs[0].Ino, cur.ID)
+		}},
+		{"remove -r in a versioned bucket", ErrNotEmpty, func(e *tenv) error {
+			if _, err := e.mkdir("/vb/d"); err != nil {
+				return err
+			}
+			if _, err := e.create("/vb/d/f", true); err != nil {
+				return err
+			}
+			return e.removeAll("/vb/d")
+		}},
+
 		// statfs
 		{"statfs counts inodes and bytes", 0, func(e *tenv) error {
 			if _, err := e.ns.Truncate(ctx, e.ids["f"], 12345); err != nil {

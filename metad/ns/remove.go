@@ -117,6 +117,9 @@ func (n *Namespace) Rmdir(ctx context.Context, req RemoveRequest) error {
 		if !empty {
 			return fail(ErrNotEmpty, "rmdir %q", req.Name)
 		}
+		if err := o.removableTree(req.Parent, in); err != nil {
+			return err
+		}
 		o.clearDentry(req.Parent, req.Name)
 		o.deleteInode(in)
 		if err := o.addSubdir(req.Parent, in.ID, -1); err != nil {
@@ -166,7 +169,15 @@ func (o *op) unlinkEntry(req RemoveRequest, in *Inode) error {
 	}
 	o.clearDentry(req.Parent, req.Name)
 	if in.Type == TypeDir {
+		if err := o.removableTree(req.Parent, in); err != nil {
+			return err
+		}
 		if err := o.addSubdir(req.Parent, in.ID, -1); err != nil {
+			return err
+		}
+	}
+	if in.Type == TypeFile {
+		if err := o.versionedUnlink(req.Parent, req.Name, in); err != nil {
 			return err
 		}
 	}
@@ -217,11 +228,14 @@ func (o *op) dropLink(in *Inode, removedAt int64) error {
 	}
 	switch in.Type {
 	case TypeFile:
+		o.putInode(in)
+		if in.Versions > 0 {
+			return nil // kept as a noncurrent version
+		}
 		busy, err := o.hasSessions(in.ID)
 		if err != nil {
 			return err
 		}
-		o.putInode(in)
 		if !busy {
 			o.queueGC(in, removedAt)
 		}

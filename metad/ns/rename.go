@@ -120,6 +120,11 @@ func (n *Namespace) Rename(ctx context.Context, req RenameRequest) error {
 			}
 			return o.moved(dstIn, req.DstParent, req.SrcParent, req.SrcName)
 		}
+		if srcIn.Type == TypeFile {
+			if err := o.versionedRename(req.SrcParent, req.SrcName, req.DstParent, req.DstName, srcIn, dstIn); err != nil {
+				return err
+			}
+		}
 		o.clearDentry(req.SrcParent, req.SrcName)
 		if dstIn != nil {
 			if dstIn.Type == TypeDir {

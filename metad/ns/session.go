@@ -155,7 +155,7 @@ func (n *Namespace) Close(ctx context.Context, s Session, hint *LengthHint) (Ino
 		}
 		if open {
 			o.tx.Clear(key)
-			if in.Nlink == 0 && in.Type == TypeFile {
+			if in.Nlink == 0 && in.Type == TypeFile && in.Versions == 0 {
 				busy, err := o.hasSessions(in.ID) // sees our clear
 				if err != nil {
 					return err

@@ -141,6 +141,11 @@ type Inode struct {
 	// Rdev is a device's number in the 32-bit encoding FUSE carries
 	// (Linux's new_encode_dev; glibc's makedev for majors below 4096).
 	Rdev uint32 `cbor:"17,keyasint,omitempty"`
+	// VersionID is the file's S3 version id as its key's current version
+	// in a versioned bucket ("" is "null"); Versions counts the noncurrent
+	// versions that are this file.
+	VersionID string `cbor:"18,keyasint,omitempty"`
+	Versions  uint32 `cbor:"19,keyasint,omitempty"`
 }
 
 // RequestID makes a mutating request idempotent across retries.

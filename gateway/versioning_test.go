@@ -1,0 +1,482 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/flyfs/flyfs/posix/fusefs"
+)
+
+func enableVersioning(t testing.TB, c *s3.Client, bucket string, st types.BucketVersioningStatus) {
+	t.Helper()
+	if _, err := c.PutBucketVersioning(context.Background(), &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: st}}); err != nil {
+		t.Fatalf("PutBucketVersioning %s: %v", st, err)
+	}
+}
+
+// versionsOf lists key's versions and markers, newest first, as
+// "id" (objects) and "dm:id" (markers), the latest starred.
+func versionsOf(t testing.TB, c *s3.Client, bucket, key string) []string {
+	t.Helper()
+	out, err := c.ListObjectVersions(context.Background(), &s3.ListObjectVersionsInput{Bucket: aws.String(bucket), Prefix: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []string
+	// The SDK splits versions and markers; S3 orders them by age within a
+	// key, as the ids' leading time does here.
+	for _, v := range out.Versions {
+		if aws.ToString(v.Key) == key {
+			all = append(all, star(aws.ToString(v.VersionId), aws.ToBool(v.IsLatest)))
+		}
+	}
+	for _, m := range out.DeleteMarkers {
+		if aws.ToString(m.Key) == key {
+			all = append(all, "dm:"+star(aws.ToString(m.VersionId), aws.ToBool(m.IsLatest)))
+		}
+	}
+	slices.SortFunc(all, func(a, b string) int { return -cmpID(a, b) })
+	return all
+}
+
+func star(id string, latest bool) string {
+	if latest {
+		return id + "*"
+	}
+	return id
+}
+
+// cmpID orders rendered versions by their id's time (the first 16 hex
+// digits), "null" first as the oldest.
+func cmpID(a, b string) int {
+	trim := func(s string) string {
+		if len(s) > 3 && s[:3] == "dm:" {
+			s = s[3:]
+		}
+		if len(s) >= 16 {
+			return s[:16]
+		}
+		return ""
+	}
+	x, y := trim(a), trim(b)
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+func getVersion(t testing.TB, c *s3.Client, bucket, key, id string) ([]byte, error) {
+	t.Helper()
+	in := &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}
+	if id != "" {
+		in.VersionId = aws.String(id)
+	}
+	out, err := c.GetObject(context.Background(), in)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Body.Close()
+	var b bytes.Buffer
+	_, err = b.ReadFrom(out.Body)
+	return b.Bytes(), err
+}
+
+func httpStatusOf(err error) int {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+// TestLiveVersioning: an Enabled bucket keeps every overwrite and delete;
+// old versions read by id; a delete marker hides the object until it is
+// deleted; restore by copying an old version; deleting versions by id
+// removes them for good; ListObjectVersions lists all in S3 order.
+func TestLiveVersioning(t *testing.T) {
+	l := startGW(t)
+	c := l.root(t)
+	ctx := context.Background()
+	mustBucket(t, c, "ver")
+	enableVersioning(t, c, "ver", types.BucketVersioningStatusEnabled)
+	v1, v2 := randBytes(70000), randBytes(1<<20+3)
+	p1 := mustPut(t, c, "ver", "k", v1)
+	p2 := mustPut(t, c, "ver", "k", v2)
+	id1, id2 := aws.ToString(p1.VersionId), aws.ToString(p2.VersionId)
+	if checkVersionIDSyntax(id1) != nil || id1 == nullVersion || id1 == id2 {
+		t.Fatalf("PUT version ids %q, %q", id1, id2)
+	}
+	if got, err := getVersion(t, c, "ver", "k", ""); err != nil || !bytes.Equal(got, v2) {
+		t.Fatalf("GET the current version: %v", err)
+	}
+	if got, err := getVersion(t, c, "ver", "k", id1); err != nil || !bytes.Equal(got, v1) {
+		t.Fatalf("GET the old version: %v", err)
+	}
+	head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("ver"), Key: aws.String("k"), VersionId: aws.String(id1)})
+	if err != nil || aws.ToString(head.ETag) != aws.ToString(p1.ETag) || aws.ToString(head.VersionId) != id1 || aws.ToInt64(head.ContentLength) != int64(len(v1)) {
+		t.Fatalf("HEAD the old version: %v %+v", err, head)
+	}
+	if got := versionsOf(t, c, "ver", "k"); !slices.Equal(got, []string{id2 + "*", id1}) {
+		t.Fatalf("versions after two PUTs: %v", got)
+	}
+
+	// A delete leaves a marker: the key reads as missing, its versions stay.
+	del, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("ver"), Key: aws.String("k")})
+	if err != nil || !aws.ToBool(del.DeleteMarker) || checkVersionIDSyntax(aws.ToString(del.VersionId)) != nil {
+		t.Fatalf("DELETE: %v %+v", err, del)
+	}
+	m1 := aws.ToString(del.VersionId)
+	if _, err := getVersion(t, c, "ver", "k", ""); errCodeOf(err) != "NoSuchKey" {
+		t.Fatalf("GET under a delete marker: %v", err)
+	}
+	resp, err := http.DefaultClient.Do(l.signed(t, "GET", "/ver/k", nil, nil, rootAK, rootSK, time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 || resp.Header.Get("X-Amz-Delete-Marker") != "true" || resp.Header.Get("X-Amz-Version-Id") != m1 {
+		t.Fatalf("GET under a delete marker: %d %v", resp.StatusCode, resp.Header)
+	}
+	if _, err := getVersion(t, c, "ver", "k", m1); httpStatusOf(err) != 405 {
+		t.Fatalf("GET of the delete marker by id: %v", err)
+	}
+	if got := versionsOf(t, c, "ver", "k"); !slices.Equal(got, []string{"dm:" + m1 + "*", id2, id1}) {
+		t.Fatalf("versions after the delete: %v", got)
+	}
+	if _, err := getVersion(t, c, "ver", "k", "0123456789abcdef0123456789abcdef"); errCodeOf(err) != "NoSuchVersion" {
+		t.Fatalf("GET of an id no version has: %v", err)
+	}
+
+	// Restore by copying the first version over the key.
+	cp, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("ver"), Key: aws.String("k"), CopySource: aws.String("ver/k?versionId=" + id1)})
+	if err != nil || aws.ToString(cp.CopySourceVersionId) != id1 || aws.ToString(cp.VersionId) == "" {
+		t.Fatalf("CopyObject from the old version: %v %+v", err, cp)
+	}
+	id3 := aws.ToString(cp.VersionId)
+	if got, err := getVersion(t, c, "ver", "k", ""); err != nil || !bytes.Equal(got, v1) {
+		t.Fatalf("GET after the restore: %v", err)
+	}
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("ver"), Key: aws.String("x"), CopySource: aws.String("ver/k?versionId=" + m1)}); errCodeOf(err) != "InvalidRequest" {
+		t.Fatalf("CopyObject from a delete marker: %v", err)
+	}
+
+	// Deleting versions by id: the copy goes, then the marker, and the
+	// second PUT is current again.
+	for _, id := range []string{id3, m1} {
+		d, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("ver"), Key: aws.String("k"), VersionId: aws.String(id)})
+		if err != nil || aws.ToString(d.VersionId) != id || aws.ToBool(d.DeleteMarker) != (id == m1) {
+			t.Fatalf("DELETE version %s: %v %+v", id, err, d)
+		}
+	}
+	if got, err := getVersion(t, c, "ver", "k", ""); err != nil || !bytes.Equal(got, v2) {
+		t.Fatalf("GET after deleting the newer versions: %v", err)
+	}
+	if got := versionsOf(t, c, "ver", "k"); !slices.Equal(got, []string{id2 + "*", id1}) {
+		t.Fatalf("versions after deleting the newer ones: %v", got)
+	}
+	// A version that is gone deletes as success (S3 is idempotent here).
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("ver"), Key: aws.String("k"), VersionId: aws.String(id3)}); err != nil {
+		t.Fatalf("DELETE of a version already gone: %v", err)
+	}
+
+	// DeleteObjects with versions; then the bucket is empty and can go.
+	if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("ver")}); errCodeOf(err) != "BucketNotEmpty" {
+		t.Fatalf("DeleteBucket with versions: %v", err)
+	}
+	dm, err := c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String("ver"), Delete: &types.Delete{Objects: []types.ObjectIdentifier{
+		{Key: aws.String("k"), VersionId: aws.String(id2)}, {Key: aws.String("k"), VersionId: aws.String(id1)}, {Key: aws.String("gone")}}}})
+	if err != nil || len(dm.Deleted) != 3 || len(dm.Errors) != 0 {
+		t.Fatalf("DeleteObjects: %v %+v", err, dm)
+	}
+	for _, d := range dm.Deleted {
+		if aws.ToString(d.Key) == "gone" && (!aws.ToBool(d.DeleteMarker) || aws.ToString(d.DeleteMarkerVersionId) == "") {
+			t.Fatalf("DeleteObjects of a missing key in an Enabled bucket: %+v (want a new marker)", d)
+		}
+	}
+	if got := versionsOf(t, c, "ver", "k"); len(got) != 0 {
+		t.Fatalf("versions after deleting all: %v", got)
+	}
+	out, err := c.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String("ver")})
+	if err != nil || len(out.Versions) != 0 || len(out.DeleteMarkers) != 1 {
+		t.Fatalf("listing: %v %+v", err, out)
+	}
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("ver"), Key: aws.String("gone"), VersionId: out.DeleteMarkers[0].VersionId}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("ver")}); err != nil {
+		t.Fatalf("DeleteBucket after its versions went: %v", err)
+	}
+}
+
+// TestLiveVersioningSuspended: in a Suspended bucket a PUT and a DELETE
+// make the version "null", replacing the key's earlier null version, and
+// keep the versions with other ids.
+func TestLiveVersioningSuspended(t *testing.T) {
+	l := startGW(t)
+	c := l.root(t)
+	ctx := context.Background()
+	mustBucket(t, c, "susp")
+	mustPut(t, c, "susp", "k", []byte("before"))
+	enableVersioning(t, c, "susp", types.BucketVersioningStatusEnabled)
+	e := aws.ToString(mustPut(t, c, "susp", "k", []byte("enabled")).VersionId)
+	enableVersioning(t, c, "susp", types.BucketVersioningStatusSuspended)
+	if id := aws.ToString(mustPut(t, c, "susp", "k", []byte("suspended")).VersionId); id != nullVersion {
+		t.Fatalf("PUT in a Suspended bucket: version %q", id)
+	}
+	if got := versionsOf(t, c, "susp", "k"); !slices.Equal(got, []string{e, "null*"}) && !slices.Equal(got, []string{"null*", e}) {
+		t.Fatalf("versions: %v (the first null one must be gone)", got)
+	}
+	if got, err := getVersion(t, c, "susp", "k", nullVersion); err != nil || string(got) != "suspended" {
+		t.Fatalf("GET versionId=null: %q %v", got, err)
+	}
+	d, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("susp"), Key: aws.String("k")})
+	if err != nil || !aws.ToBool(d.DeleteMarker) || aws.ToString(d.VersionId) != nullVersion {
+		t.Fatalf("DELETE in a Suspended bucket: %v %+v", err, d)
+	}
+	if got, err := getVersion(t, c, "susp", "k", e); err != nil || string(got) != "enabled" {
+		t.Fatalf("GET the Enabled version: %q %v", got, err)
+	}
+}
+
+// TestLiveVersionsPaging: ListObjectVersions pages through many versions
+// of a few keys at every page size, each (key, version) once, in order.
+func TestLiveVersionsPaging(t *testing.T) {
+	l := startGW(t)
+	c := l.root(t)
+	mustBucket(t, c, "vpage")
+	enableVersioning(t, c, "vpage", types.BucketVersioningStatusEnabled)
+	for _, k := range []string{"a", "b/c", "c", "d/e/f"} {
+		for i := 0; i < 3; i++ {
+			mustPut(t, c, "vpage", k, []byte(fmt.Sprint(k, i)))
+		}
+	}
+	if _, err := c.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String("vpage"), Key: aws.String("c")}); err != nil {
+		t.Fatal(err)
+	}
+	render := func(in *s3.ListObjectVersionsInput) []string {
+		var out []string
+		p := s3.NewListObjectVersionsPaginator(c, in)
+		for p.HasMorePages() {
+			page, err := p.NextPage(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range page.Versions {
+				out = append(out, aws.ToString(v.Key)+"@"+star(aws.ToString(v.VersionId), aws.ToBool(v.IsLatest)))
+			}
+			for _, m := range page.DeleteMarkers {
+				out = append(out, aws.ToString(m.Key)+"@dm:"+star(aws.ToString(m.VersionId), aws.ToBool(m.IsLatest)))
+			}
+			for _, cp := range page.CommonPrefixes {
+				out = append(out, aws.ToString(cp.Prefix)+"/")
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	all := render(&s3.ListObjectVersionsInput{Bucket: aws.String("vpage")})
+	if len(all) != 13 {
+		t.Fatalf("%d entries, want 12 versions and a marker: %v", len(all), all)
+	}
+	latest := 0
+	for _, e := range all {
+		if e[len(e)-1] == '*' {
+			latest++
+		}
+	}
+	if latest != 4 {
+		t.Fatalf("%d latest entries, want one per key: %v", latest, all)
+	}
+	for _, n := range []int32{1, 2, 3, 5} {
+		if got := render(&s3.ListObjectVersionsInput{Bucket: aws.String("vpage"), MaxKeys: aws.Int32(n)}); !slices.Equal(got, all) {
+			t.Fatalf("pages of %d:\n%v\nwant\n%v", n, got, all)
+		}
+	}
+	withDelim := render(&s3.ListObjectVersionsInput{Bucket: aws.String("vpage"), Delimiter: aws.String("/"), MaxKeys: aws.Int32(2)})
+	if len(withDelim) != 3+4+2 || !slices.Contains(withDelim, "b//") || !slices.Contains(withDelim, "d//") {
+		t.Fatalf("with a delimiter: %v", withDelim)
+	}
+}
+
+// TestLiveVersioningFUSE: the POSIX view of a versioned bucket. An rm
+// through the mount keeps the file as a noncurrent version behind a delete
+// marker; deleting the marker over S3 brings the file back in the mount;
+// an overwrite through S3 keeps the old bytes readable by version id.
+func TestLiveVersioningFUSE(t *testing.T) {
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skip("no /dev/fuse: this test needs the fuse kernel module")
+	}
+	l := startGW(t)
+	c := l.root(t)
+	ctx := context.Background()
+	mnt := t.TempDir()
+	// No kernel caching of names: an S3 overwrite shows at once (with
+	// the default 1 s, within a second).
+	m, err := fusefs.Mount(ctx, l.fs, mnt, fusefs.Options{AttrTimeout: -1, EntryTimeout: -1})
+	if err != nil {
+		t.Skipf("cannot mount FUSE here: %v", err)
+	}
+	t.Cleanup(func() { m.Unmount() })
+	mustBucket(t, c, "vfuse")
+	enableVersioning(t, c, "vfuse", types.BucketVersioningStatusEnabled)
+	data := randBytes(200000)
+	if err := os.MkdirAll(filepath.Join(mnt, "vfuse/dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(mnt, "vfuse/dir/f")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	vs := versionsOf(t, c, "vfuse", "dir/f")
+	if len(vs) != 2 || vs[0][:3] != "dm:" || vs[0][len(vs[0])-1] != '*' {
+		t.Fatalf("versions after rm through the mount: %v", vs)
+	}
+	marker := vs[0][3 : len(vs[0])-1]
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("vfuse"), Key: aws.String("dir/f"), VersionId: aws.String(marker)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the file through the mount after its delete marker went: %v (%d bytes)", err, len(got))
+	}
+	// Overwrite over S3: the mount reads the new bytes, S3 the old by id.
+	old := aws.ToString(mustPut(t, c, "vfuse", "dir/f", []byte("new")).VersionId)
+	if got, err := os.ReadFile(path); err != nil || string(got) != "new" {
+		t.Fatalf("the mount after an S3 overwrite: %q %v", got, err)
+	}
+	vs = versionsOf(t, c, "vfuse", "dir/f")
+	if len(vs) != 2 || vs[0] != old+"*" {
+		t.Fatalf("versions after the overwrite: %v", vs)
+	}
+	if got, err := getVersion(t, c, "vfuse", "dir/f", vs[1]); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the first version over S3: %v", err)
+	}
+	// rm -r of the directory through the mount goes file by file: each kept.
+	if err := os.RemoveAll(filepath.Join(mnt, "vfuse/dir")); err != nil {
+		t.Fatal(err)
+	}
+	if vs := versionsOf(t, c, "vfuse", "dir/f"); len(vs) != 3 {
+		t.Fatalf("versions after rm -r: %v", vs)
+	}
+}
+
+// TestAWSCLIVersioning: the walk-through an admin does with the aws CLI:
+// turn versioning on, overwrite, list the versions, read the old one,
+// delete, and restore by copying the old version back.
+func TestAWSCLIVersioning(t *testing.T) {
+	need(t, "/usr/bin/aws")
+	l := startGW(t)
+	c := l.root(t)
+	mustBucket(t, c, "cliv")
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	awsCLI(t, l, "s3api", "put-bucket-versioning", "--bucket", "cliv", "--versioning-configuration", "Status=Enabled")
+	if out := awsCLI(t, l, "s3api", "get-bucket-versioning", "--bucket", "cliv", "--output", "text"); !strings.Contains(out, "Enabled") {
+		t.Fatalf("get-bucket-versioning: %q", out)
+	}
+	awsCLI(t, l, "s3", "cp", write("one", "first"), "s3://cliv/ckpt")
+	awsCLI(t, l, "s3", "cp", write("two", "second"), "s3://cliv/ckpt")
+	var listed struct {
+		Versions []struct {
+			Key, VersionId string
+			IsLatest       bool
+		}
+		DeleteMarkers []struct {
+			Key, VersionId string
+			IsLatest       bool
+		}
+	}
+	list := func() {
+		t.Helper()
+		listed.Versions, listed.DeleteMarkers = nil, nil
+		if err := json.Unmarshal([]byte(awsCLI(t, l, "s3api", "list-object-versions", "--bucket", "cliv", "--output", "json")), &listed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list()
+	if len(listed.Versions) != 2 || !listed.Versions[0].IsLatest || listed.Versions[1].IsLatest {
+		t.Fatalf("list-object-versions after two uploads: %+v", listed)
+	}
+	old := listed.Versions[1].VersionId
+	awsCLI(t, l, "s3api", "get-object", "--bucket", "cliv", "--key", "ckpt", "--version-id", old, filepath.Join(dir, "got"))
+	if got, _ := os.ReadFile(filepath.Join(dir, "got")); string(got) != "first" {
+		t.Fatalf("get-object --version-id: %q", got)
+	}
+	awsCLI(t, l, "s3", "rm", "s3://cliv/ckpt")
+	list()
+	if len(listed.DeleteMarkers) != 1 || !listed.DeleteMarkers[0].IsLatest || len(listed.Versions) != 2 {
+		t.Fatalf("after rm: %+v", listed)
+	}
+	awsCLI(t, l, "s3api", "copy-object", "--bucket", "cliv", "--key", "ckpt", "--copy-source", "cliv/ckpt?versionId="+old)
+	awsCLI(t, l, "s3", "cp", "s3://cliv/ckpt", filepath.Join(dir, "restored"))
+	if got, _ := os.ReadFile(filepath.Join(dir, "restored")); string(got) != "first" {
+		t.Fatalf("after the restore: %q", got)
+	}
+}
+
+// TestBoto3Versioning: boto3's versioning calls, and its resource API's
+// bucket.object_versions.delete() (what cleanup scripts run) empties the
+// bucket so that it can be deleted.
+func TestBoto3Versioning(t *testing.T) {
+	py := need(t, "/usr/bin/python3")
+	if exec.Command(py, "-c", "import boto3").Run() != nil {
+		t.Skip("boto3 is not installed (Debian package python3-boto3); skipping")
+	}
+	l := startGW(t)
+	script := `
+import boto3, sys
+s = boto3.session.Session(aws_access_key_id=sys.argv[2], aws_secret_access_key=sys.argv[3], region_name="us-east-1")
+c = s.client("s3", endpoint_url=sys.argv[1])
+c.create_bucket(Bucket="bvers")
+c.put_bucket_versioning(Bucket="bvers", VersioningConfiguration={"Status": "Enabled"})
+assert c.get_bucket_versioning(Bucket="bvers")["Status"] == "Enabled"
+ids = [c.put_object(Bucket="bvers", Key="k", Body=b"v%d" % i)["VersionId"] for i in range(3)]
+assert len(set(ids)) == 3, ids
+vs = c.list_object_versions(Bucket="bvers")["Versions"]
+assert [v["VersionId"] for v in vs] == ids[::-1], (vs, ids)
+assert c.get_object(Bucket="bvers", Key="k", VersionId=ids[0])["Body"].read() == b"v0"
+d = c.delete_object(Bucket="bvers", Key="k")
+assert d["DeleteMarker"] and d["VersionId"]
+try:
+    c.head_object(Bucket="bvers", Key="k")
+    raise SystemExit("HEAD under a delete marker succeeded")
+except c.exceptions.ClientError as e:
+    assert e.response["Error"]["Code"] == "404", e.response
+c.delete_object(Bucket="bvers", Key="k", VersionId=d["VersionId"])
+assert c.get_object(Bucket="bvers", Key="k")["Body"].read() == b"v2"
+s.resource("s3", endpoint_url=sys.argv[1]).Bucket("bvers").object_versions.delete()
+c.delete_bucket(Bucket="bvers")
+print("ok")
+`
+	if out := run(t, []string{"AWS_CA_BUNDLE=", "HOME=" + t.TempDir()}, py, "-c", script, l.url, rootAK, rootSK); strings.TrimSpace(out) != "ok" {
+		t.Fatalf("boto3: %s", out)
+	}
+}
