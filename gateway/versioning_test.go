@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -372,6 +373,38 @@ func TestLiveVersioningFUSE(t *testing.T) {
 	}
 	if got, err := getVersion(t, c, "vfuse", "dir/f", vs[1]); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("the first version over S3: %v", err)
+	}
+	// The old version through the mount's hidden path, read-only, not
+	// listed with the directory.
+	hidden := filepath.Join(mnt, "vfuse/dir", fusefs.VersionsDirName)
+	if got, err := os.ReadFile(filepath.Join(hidden, "f", vs[1])); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the old version through %s: %v (%d bytes)", hidden, err, len(got))
+	}
+	if names, err := os.ReadDir(hidden); err != nil || len(names) != 1 || names[0].Name() != "f" || !names[0].IsDir() {
+		t.Fatalf("listing %s: %v %v", hidden, names, err)
+	}
+	if ids, err := os.ReadDir(filepath.Join(hidden, "f")); err != nil || len(ids) != 1 || ids[0].Name() != vs[1] {
+		t.Fatalf("listing %s/f: %v %v", hidden, ids, err)
+	}
+	if ents, err := os.ReadDir(filepath.Join(mnt, "vfuse/dir")); err != nil || len(ents) != 1 || ents[0].Name() != "f" {
+		t.Fatalf("the directory lists %v (%v): the hidden name must not show", ents, err)
+	}
+	if err := os.WriteFile(filepath.Join(hidden, "f", vs[1]), []byte("x"), 0o644); !errors.Is(err, syscall.EROFS) && !errors.Is(err, syscall.EACCES) {
+		t.Fatalf("writing an old version: %v, want EROFS", err)
+	}
+	if err := os.Remove(filepath.Join(hidden, "f", vs[1])); !errors.Is(err, syscall.EPERM) {
+		t.Fatalf("removing an old version through the mount: %v, want EPERM", err)
+	}
+	if err := os.Mkdir(filepath.Join(mnt, "vfuse", fusefs.VersionsDirName), 0o755); !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.EEXIST) {
+		t.Fatalf("making the hidden name: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(hidden, "f", "0123456789abcdef0123456789abcdef")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a version that is not there: %v", err)
+	}
+	// Outside versioned buckets the name is an ordinary one.
+	mustBucket(t, c, "plainb")
+	if err := os.Mkdir(filepath.Join(mnt, "plainb", fusefs.VersionsDirName), 0o755); err != nil {
+		t.Fatalf("%s in a bucket never versioned: %v", fusefs.VersionsDirName, err)
 	}
 	// rm -r of the directory through the mount goes file by file: each kept.
 	if err := os.RemoveAll(filepath.Join(mnt, "vfuse/dir")); err != nil {

@@ -15,6 +15,15 @@ func (s *Server) serveVersions() {
 	handle(s, metaapi.MethodGetVersion, s.getVersion)
 	handle(s, metaapi.MethodDeleteKey, s.deleteKey)
 	handle(s, metaapi.MethodDeleteVersion, s.deleteVersion)
+	handle(s, metaapi.MethodVersionScope, s.versionScope)
+}
+
+func (s *Server) versionScope(ctx context.Context, r *metaapi.InodeReq, _ []byte) (*metaapi.VersionScopeResp, []byte, error) {
+	b, dk, st, err := s.ns.VersionScope(ctx, r.Ino)
+	if err != nil {
+		return nil, nil, wire(err)
+	}
+	return &metaapi.VersionScopeResp{Bucket: b, DirKey: dk, State: metaapi.Versioning(st)}, nil, nil
 }
 
 func (s *Server) setVersioning(ctx context.Context, r *metaapi.VersioningReq, _ []byte) (*metaapi.Empty, []byte, error) {

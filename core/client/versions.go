@@ -53,3 +53,8 @@ func (m *Meta) DeleteVersion(ctx context.Context, bucket uint64, key, id string,
 	req := &metaapi.DeleteVersionReq{ReqID: newReqID(), Bucket: bucket, Key: key, ID: id, PruneImplicit: pruneImplicit}
 	return callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.DeleteVersionResp, error) { return c.DeleteVersion(ctx, req) })
 }
+
+// VersionScope says where dir's names are as keys of a versioned bucket.
+func (m *Meta) VersionScope(ctx context.Context, dir uint64) (*metaapi.VersionScopeResp, error) {
+	return callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.VersionScopeResp, error) { return c.VersionScope(ctx, dir) })
+}

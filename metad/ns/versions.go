@@ -858,3 +858,48 @@ func (o *op) versionedCreate(parent uint64, name string, in *Inode) error {
 	o.newVersion(s, in)
 	return nil
 }
+
+// VersionScope says where dir's names are as S3 keys: the bucket (0 when
+// dir is the root or not below a bucket with a versioning state), the key
+// prefix of dir's names ("a/b/", or "" in the bucket itself) and the
+// bucket's state. Snapshot reads: a view for browsing old versions.
+func (n *Namespace) VersionScope(ctx context.Context, dir uint64) (uint64, string, Versioning, error) {
+	var bucket uint64
+	var dirKey string
+	var st Versioning
+	err := n.view(ctx, func(tx kv.ReadTxn) error {
+		bucket, dirKey, st = 0, "", Unversioned
+		var names []string
+		for cur, depth := dir, 0; cur != RootID; depth++ {
+			if depth > maxBucketDepth {
+				return fail(ErrIO, "directory cycle above %d", dir)
+			}
+			in, err := getInode(ctx, tx, cur, true)
+			if err != nil {
+				return err
+			}
+			if in.Type != TypeDir {
+				return fail(ErrNotDir, "inode %d is a %s", cur, in.Type)
+			}
+			if in.Parent != RootID {
+				names = append(names, in.Name)
+				cur = in.Parent
+				continue
+			}
+			v, found, err := tx.SnapshotGet(ctx, versioningKey(in.ID))
+			if err != nil || !found {
+				return err
+			}
+			if err := decode(v, &st); err != nil {
+				return err
+			}
+			bucket = in.ID
+			for i := len(names) - 1; i >= 0; i-- {
+				dirKey += names[i] + "/"
+			}
+			return nil
+		}
+		return nil
+	})
+	return bucket, dirKey, st, err
+}

@@ -137,11 +137,21 @@ type dirHandle struct {
 	more    bool // metad has entries after the last one held
 	started bool
 	virt    bool
+	vers    *versNode // a directory of the old versions' view
 }
 
 func (f *fileSystem) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 	dh := &dirHandle{ino: in.NodeId, virt: in.NodeId == virtDirID}
-	if isVirt(in.NodeId) && !dh.virt {
+	if isVersNode(in.NodeId) {
+		n, ok := f.vers.node(in.NodeId)
+		switch {
+		case !ok:
+			return fuse.Status(syscall.ESTALE)
+		case n.kind == versFile:
+			return fuse.ENOTDIR
+		}
+		dh.vers = &n
+	} else if isVirt(in.NodeId) && !dh.virt {
 		return fuse.ENOTDIR
 	}
 	f.mu.Lock()
@@ -186,6 +196,13 @@ func (f *fileSystem) readDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
+	if dh.vers != nil && dh.more {
+		ents, err := f.versEntries(ctx, *dh.vers)
+		if err != nil {
+			return f.status(ctx, "readdir", err)
+		}
+		dh.entries, dh.more = ents, false
+	}
 	for pos := in.Offset; ; pos++ {
 		var e fuse.DirEntry
 		var ino *metaapi.Inode
@@ -226,7 +243,7 @@ func (f *fileSystem) readDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.
 		if eo == nil {
 			return fuse.OK
 		}
-		if ino != nil && !dh.virt {
+		if ino != nil && !dh.virt && dh.vers == nil {
 			f.fillEntry(*ino, eo)
 		}
 	}

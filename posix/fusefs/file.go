@@ -274,11 +274,14 @@ func (h *handle) closeSession(ctx context.Context, f *fileSystem) error {
 }
 
 func (f *fileSystem) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	ctx, done := f.ctx(cancel)
+	defer done()
+	if isVersNode(in.NodeId) {
+		return f.versOpen(ctx, in, out)
+	}
 	if isVirt(in.NodeId) {
 		return f.virtOpen(in, out)
 	}
-	ctx, done := f.ctx(cancel)
-	defer done()
 	c := creds(&in.InHeader)
 	ino, session, err := f.meta.Open(ctx, in.NodeId, openFlags(in.Flags)&^os.O_TRUNC, c)
 	if client.Errno(err) == syscall.ENOENT {

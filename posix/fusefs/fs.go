@@ -44,6 +44,7 @@ type fileSystem struct {
 	seenGen   map[uint64]genSeen    // what the page cache of an inode holds
 	locked    map[uint64]bool       // files this mount took fcntl locks on (locks.go)
 	native    *native.Daemon
+	vers      versTable // the nodes of the old versions' view (versionsview.go)
 }
 
 type genSeen struct{ gen, length uint64 }
@@ -204,14 +205,17 @@ func (f *fileSystem) fillEntry(in metaapi.Inode, out *fuse.EntryOut) {
 }
 
 func (f *fileSystem) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	ctx, done := f.ctx(cancel)
+	defer done()
+	if st, ok := f.versLookup(ctx, h.NodeId, name, out); ok {
+		return st
+	}
 	if st, ok := f.virtLookup(h.NodeId, name, out); ok {
 		return st
 	}
 	if len(name) > maxName {
 		return fuse.Status(syscall.ENAMETOOLONG)
 	}
-	ctx, done := f.ctx(cancel)
-	defer done()
 	in, err := f.meta.Lookup(ctx, h.NodeId, name)
 	if client.Errno(err) == syscall.ENOENT {
 		// A negative entry: the kernel remembers the name is absent for
@@ -231,11 +235,14 @@ func (f *fileSystem) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name strin
 func (f *fileSystem) Forget(nodeid, nlookup uint64) {}
 
 func (f *fileSystem) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
+	ctx, done := f.ctx(cancel)
+	defer done()
+	if isVersNode(in.NodeId) {
+		return f.versGetAttr(ctx, in.NodeId, out)
+	}
 	if st, ok := f.virtGetAttr(in.NodeId, out); ok {
 		return st
 	}
-	ctx, done := f.ctx(cancel)
-	defer done()
 	ino, err := f.meta.Stat(ctx, in.NodeId)
 	if err != nil {
 		return f.status(ctx, "getattr", err)

@@ -112,6 +112,9 @@ func (f *fileSystem) virtRefuse(parent uint64, name string) (fuse.Status, bool) 
 	if isVirt(parent) || (parent == rootID && name == native.VirtDir) {
 		return fuse.EPERM, true
 	}
+	if name == VersionsDirName && f.inVersionedBucket(parent) {
+		return fuse.EPERM, true
+	}
 	return fuse.OK, false
 }
 

@@ -142,3 +142,21 @@ func (c Client) DeleteKey(ctx context.Context, req *DeleteKeyReq) (*DeleteKeyRes
 func (c Client) DeleteVersion(ctx context.Context, req *DeleteVersionReq) (*DeleteVersionResp, error) {
 	return call[DeleteVersionReq, DeleteVersionResp](ctx, c, MethodDeleteVersion, req)
 }
+
+// MethodVersionScope says where a directory's names are as keys of a
+// versioned bucket (the mount's view of old versions).
+const MethodVersionScope rpc.Method = 0x0456
+
+func init() { rpc.RegisterMethod(MethodVersionScope, "metad.VersionScope") }
+
+// VersionScopeResp: Bucket 0 when the directory is in no bucket with a
+// versioning state; DirKey is the key prefix of its names.
+type VersionScopeResp struct {
+	Bucket uint64     `cbor:"1,keyasint,omitempty"`
+	DirKey string     `cbor:"2,keyasint,omitempty"`
+	State  Versioning `cbor:"3,keyasint,omitempty"`
+}
+
+func (c Client) VersionScope(ctx context.Context, dir uint64) (*VersionScopeResp, error) {
+	return call[InodeReq, VersionScopeResp](ctx, c, MethodVersionScope, &InodeReq{Ino: dir})
+}
