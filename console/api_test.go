@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flyfs/flyfs/core/api/metaapi"
 	"github.com/flyfs/flyfs/e2e/harness"
 )
 
@@ -801,5 +802,51 @@ func TestAuditTrail(t *testing.T) {
 	b.must("GET", "/api/audit?limit=10&before="+hold.At.Format(time.RFC3339Nano), nil, &a)
 	if len(a.Records) == 0 || a.Records[0].Action != "make directory /audited" {
 		t.Errorf("the page before the hold: %+v", a.Records)
+	}
+}
+
+// TestDeleteTreeInVersionedBucket: a recursive delete in a versioned bucket
+// removes the tree file by file, so every file stays as a noncurrent
+// version (one RemoveAll would collect them, and the namespace refuses it).
+func TestDeleteTreeInVersionedBucket(t *testing.T) {
+	c := startFS(t)
+	r := fsRig(t, c, false)
+	b := r.browser()
+	b.signIn(r.admin)
+	ctx := context.Background()
+	if err := r.fs.MkdirAll(ctx, "/vb/run/sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bucket, err := r.fs.Stat(ctx, "/vb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.fs.Meta().SetVersioning(ctx, bucket.ID, metaapi.VersioningEnabled); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/vb/run/a", "/vb/run/sub/b"} {
+		f, err := r.fs.Create(ctx, p, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteAt([]byte("ckpt"), 0)
+		f.Close()
+	}
+	b.must("POST", "/api/fs/delete", deleteReq{Path: "/vb/run", Recursive: true}, nil)
+	if in, err := r.fs.Meta().Resolve(ctx, "/vb/run", false); err == nil {
+		t.Fatalf("/vb/run still there after the recursive delete: %+v", in)
+	}
+	res, err := r.fs.Meta().ListVersions(ctx, metaapi.ListVersionsReq{Bucket: bucket.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := map[string]bool{}
+	for _, e := range res.Entries {
+		if !e.DeleteMarker {
+			kept[e.Key] = true
+		}
+	}
+	if !kept["run/a"] || !kept["run/sub/b"] || len(kept) != 2 {
+		t.Fatalf("versions kept: %v (entries %+v)", kept, res.Entries)
 	}
 }

@@ -623,8 +623,9 @@ func (c *Console) handleDelete(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case in.Type == metaapi.TypeDir && req.Recursive:
-		// One call; the files' chunks are reclaimed by metad's GC queue.
-		err = c.meta().RemoveAll(ctx, parent.ID, name)
+		// One call where it can; the files' chunks are reclaimed by metad's
+		// GC queue.
+		err = c.removeTree(ctx, parent.ID, name)
 	case in.Type == metaapi.TypeDir:
 		err = c.meta().Rmdir(ctx, parent.ID, name)
 	default:
