@@ -16,10 +16,11 @@ import (
 //
 // Expiration follows S3's arithmetic: an object expires at the first
 // midnight UTC at least Days after its Last-Modified time, or from Date on
-// (a midnight UTC). There are no noncurrent versions or delete markers in
-// flyfs's buckets, so NoncurrentVersionExpiration and
-// ExpiredObjectDeleteMarker are kept and never find anything; transitions
-// (to another storage class) are refused, as flyfs has one.
+// (a midnight UTC); in a versioned bucket an expiration is a delete (the
+// object kept as a noncurrent version behind a delete marker).
+// NoncurrentVersionExpiration and ExpiredObjectDeleteMarker act on the
+// versions (lifecycleversions.go); transitions (to another storage class)
+// are refused, as flyfs has one.
 
 const (
 	xattrLifecycle    = "user.s3.lifecycle"

@@ -22,10 +22,12 @@ const DefaultLifecycleInterval = time.Hour
 
 // LifecycleRun is what one pass did.
 type LifecycleRun struct {
-	Buckets  int // buckets with rules
-	Expired  int // objects removed
-	Aborted  int // multipart uploads aborted
-	Failures int // removals that failed (retried on the next pass)
+	Buckets    int // buckets with rules
+	Expired    int // objects removed (in a versioned bucket: delete markers put)
+	Noncurrent int // noncurrent versions removed
+	Markers    int // expired object delete markers removed
+	Aborted    int // multipart uploads aborted
+	Failures   int // removals that failed (retried on the next pass)
 }
 
 func (g *Gateway) runLifecycle(interval time.Duration) {
@@ -95,6 +97,9 @@ func (g *Gateway) RunLifecycle(ctx context.Context, now time.Time) (LifecycleRun
 	for bucket, rules := range withRules {
 		for i := range rules {
 			if err := g.expireRule(ctx, bucket, &rules[i], now, &run); err != nil {
+				return run, err
+			}
+			if err := g.expireVersions(ctx, bucket, &rules[i], now, &run); err != nil {
 				return run, err
 			}
 		}

@@ -42,7 +42,7 @@ func newMetrics(r prometheus.Registerer, g prometheus.Gatherer) *metrics {
 		completions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "flyfs", Subsystem: "s3", Name: "multipart_completions_total",
 			Help: "Completed multipart uploads, by whether completion moved no data (zero_copy=true) or assembled the parts."}, []string{"zero_copy"}),
 		lifecycle: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "flyfs", Subsystem: "s3", Name: "lifecycle_removals_total",
-			Help: "What bucket lifecycle rules removed: objects expired (action=expired), multipart uploads aborted (action=aborted)."}, []string{"action"}),
+			Help: "What bucket lifecycle rules removed: objects expired (action=expired), noncurrent versions (action=noncurrent), expired delete markers (action=marker), multipart uploads aborted (action=aborted)."}, []string{"action"}),
 	}
 	if r != nil {
 		// A second gateway on one registerer shares the first one's
