@@ -31,7 +31,9 @@ func TestLifecycleVersionDecisions(t *testing.T) {
 	obj := func(id string, since int) keyVersion {
 		return keyVersion{id: id, since: day(since), obj: lifecycleObject{key: "k"}}
 	}
-	dm := func(id, key string) keyVersion { return keyVersion{id: id, marker: true, obj: lifecycleObject{key: key}} }
+	dm := func(id, key string) keyVersion {
+		return keyVersion{id: id, marker: true, obj: lifecycleObject{key: key}}
+	}
 	for _, tc := range []struct {
 		name, rule string
 		recs       []keyVersion

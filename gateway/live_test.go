@@ -46,8 +46,15 @@ func startGWWith(t testing.TB, mod func(*Config)) *liveGW {
 // startGWOn is startGWWith on a cluster of the given configuration.
 func startGWOn(t testing.TB, cc harness.ClusterConfig, mod func(*Config)) *liveGW {
 	t.Helper()
+	return startGWFS(t, harness.FSConfig{ClusterConfig: cc, ChunkSize: 1 << 20}, mod)
+}
+
+// startGWFS is startGW over a file system shaped by fc (several metads, KV
+// faults).
+func startGWFS(t testing.TB, fc harness.FSConfig, mod func(*Config)) *liveGW {
+	t.Helper()
 	t.Setenv("AWS_CA_BUNDLE", "")
-	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: cc, ChunkSize: 1 << 20})
+	c := harness.StartFS(t, fc)
 	cfg := Config{FS: c.FS(), RootAccessKey: rootAK, RootSecretKey: rootSK, Domains: []string{"localhost"},
 		Logger: testLogger()}
 	if mod != nil {
