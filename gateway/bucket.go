@@ -218,6 +218,12 @@ func (g *Gateway) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCt
 	if err := g.meta.SetXattr(ctx, in.ID, xattrBucket, v, 0); err != nil {
 		return err
 	}
+	if strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Amz-Bucket-Object-Lock-Enabled")), "true") {
+		if err := g.enableObjectLock(ctx, in.ID); err != nil {
+			return err
+		}
+		g.bcache.drop(rc.bucket)
+	}
 	if err := g.storeACL(ctx, in.ID, bacl, false); err != nil {
 		return err
 	}

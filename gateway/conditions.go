@@ -4,12 +4,17 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/flyfs/flyfs/core/api/metaapi"
 )
 
-// writeCond is a conditional write's preconditions on the destination.
+// writeCond is a conditional write's preconditions on the destination,
+// and the object lock it gives the new version.
 type writeCond struct {
 	ifNoneMatch string // "*" only
 	ifMatch     string
+	// lock is the object lock the new version takes (objectlock.go).
+	lock *metaapi.ObjectLock
 }
 
 func writeCondOf(h http.Header) (writeCond, error) {

@@ -59,13 +59,3 @@ func (g *Gateway) getBucketAccelerate(w http.ResponseWriter, r *http.Request, rc
 func (g *Gateway) getBucketRequestPayment(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
 	return g.emptyConfig(w, r, rc, requestPaymentConfiguration{NS: s3NS, Payer: "BucketOwner"})
 }
-
-// noObjectLock answers GetObjectRetention and GetObjectLegalHold: no flyfs
-// bucket has Object Lock, so there is no retention or hold to read (AWS's
-// answer for a bucket without an Object Lock configuration).
-func (g *Gateway) noObjectLock(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	if _, err := g.bucketInode(r.Context(), rc.bucket); err != nil {
-		return err
-	}
-	return errCode("InvalidRequest", "Bucket is missing Object Lock Configuration")
-}

@@ -108,6 +108,11 @@ func (g *Gateway) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 	if err != nil {
 		return err
 	}
+	if !dst.dir {
+		if cond.lock, err = g.newObjectLock(ctx, r.Header, rc.bucket); err != nil {
+			return err
+		}
+	}
 	replace := strings.EqualFold(r.Header.Get("X-Amz-Metadata-Directive"), "REPLACE")
 	om := &objectMeta{}
 	if som != nil && som.Gen == sin.Gen {
@@ -136,10 +141,17 @@ func (g *Gateway) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 		return err
 	}
 	lastMod := time.Now()
-	if src.bucket == dst.bucket && src.key == dst.key && g.isCurrent(ctx, src, sin) {
-		if !replace && !replaceTags {
-			return errCode("InvalidRequest", "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
-		}
+	self := src.bucket == dst.bucket && src.key == dst.key && g.isCurrent(ctx, src, sin)
+	if self && !replace && !replaceTags {
+		return errCode("InvalidRequest", "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
+	}
+	_, vst, err := g.bucketVersioning(ctx, dst.bucket)
+	if err != nil {
+		return err
+	}
+	// In a versioned bucket a copy onto itself is a new version (the old
+	// one kept as it was), as in S3: it is copied below like any other.
+	if self && (vst == metaapi.Unversioned || src.dir) {
 		// In place: only the metadata changes, the data and its ETag stay.
 		om.Gen, om.ETag = sin.Gen, setag
 		if err := g.storeMeta(ctx, sin.ID, om); err != nil {

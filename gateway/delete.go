@@ -22,17 +22,19 @@ type deleteOutcome struct {
 // of a named version): without a version id, a delete marker (the current
 // version kept); with one, that version for good. A missing version is
 // success, as a missing key is. Directory keys ("a/") have no versions.
-func (g *Gateway) deleteVersioned(ctx context.Context, b metaapi.Inode, o objectPath, version string, hasVersion bool, ifMatch string) (deleteOutcome, error) {
+func (g *Gateway) deleteVersioned(ctx context.Context, b metaapi.Inode, o objectPath, version string, hasVersion bool, ifMatch string, bypass bool) (deleteOutcome, error) {
 	if hasVersion {
 		if err := checkVersionIDSyntax(version); err != nil {
 			return deleteOutcome{}, err
 		}
-		res, err := g.meta.DeleteVersion(ctx, b.ID, o.key, version, true)
+		res, err := g.meta.DeleteVersion(ctx, metaapi.DeleteVersionReq{Bucket: b.ID, Key: o.key, ID: version, PruneImplicit: true, BypassGovernance: bypass})
 		switch errnoOf(err) {
 		case 0:
 			return deleteOutcome{VersionID: version, DeleteMarker: res.DeleteMarker}, nil
 		case syscall.ENOENT:
 			return deleteOutcome{VersionID: version}, nil
+		case syscall.EPERM:
+			return deleteOutcome{}, lockedError(err)
 		}
 		return deleteOutcome{}, nsError(err, keyDelete, o.key)
 	}
@@ -71,7 +73,9 @@ func (g *Gateway) deleteVersioned(ctx context.Context, b metaapi.Inode, o object
 }
 
 // deleteKey removes one key (or one version of it) and says what it did.
-func (g *Gateway) deleteKey(ctx context.Context, bucket, key, version string, hasVersion bool, ifMatch string) (deleteOutcome, error) {
+// bypass is x-amz-bypass-governance-retention (the caller may write the
+// bucket: the operation's permission).
+func (g *Gateway) deleteKey(ctx context.Context, bucket, key, version string, hasVersion bool, ifMatch string, bypass bool) (deleteOutcome, error) {
 	o, err := parseKey(bucket, key)
 	if err != nil {
 		return deleteOutcome{}, err
@@ -81,7 +85,7 @@ func (g *Gateway) deleteKey(ctx context.Context, bucket, key, version string, ha
 		return deleteOutcome{}, err
 	}
 	if !o.dir && (st != metaapi.Unversioned || (hasVersion && version != nullVersion)) {
-		return g.deleteVersioned(ctx, b, o, version, hasVersion, ifMatch)
+		return g.deleteVersioned(ctx, b, o, version, hasVersion, ifMatch, bypass)
 	}
 	if hasVersion {
 		if err := checkVersionIDSyntax(version); err != nil {
@@ -210,7 +214,7 @@ func (g *Gateway) deleteObject(w http.ResponseWriter, r *http.Request, rc *reqCt
 	if _, err := g.bucketInode(ctx, rc.bucket); err != nil {
 		return err
 	}
-	out, err := g.deleteKey(ctx, rc.bucket, rc.object, rc.versionID, rc.hasVersion, r.Header.Get("If-Match"))
+	out, err := g.deleteKey(ctx, rc.bucket, rc.object, rc.versionID, rc.hasVersion, r.Header.Get("If-Match"), bypassGovernance(r.Header))
 	if err != nil {
 		return err
 	}
@@ -247,7 +251,7 @@ func (g *Gateway) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqC
 			if errs[i] = g.decide(r, rc, "DeleteObject", rc.bucket, obj.Key, access.ReadWrite); errs[i] != nil {
 				return
 			}
-			outs[i], errs[i] = g.deleteKey(ctx, rc.bucket, obj.Key, obj.VersionID, obj.VersionID != "", obj.ETag)
+			outs[i], errs[i] = g.deleteKey(ctx, rc.bucket, obj.Key, obj.VersionID, obj.VersionID != "", obj.ETag, bypassGovernance(r.Header))
 		}(i, obj)
 	}
 	for range req.Objects {

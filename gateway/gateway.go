@@ -113,7 +113,8 @@ type namespace interface {
 	ListVersions(ctx context.Context, req metaapi.ListVersionsReq) (*metaapi.ListVersionsResp, error)
 	GetVersion(ctx context.Context, bucket uint64, key, id string) (*metaapi.VersionEntry, error)
 	DeleteKey(ctx context.Context, req metaapi.DeleteKeyReq) (string, error)
-	DeleteVersion(ctx context.Context, bucket uint64, key, id string, pruneImplicit bool) (*metaapi.DeleteVersionResp, error)
+	DeleteVersion(ctx context.Context, req metaapi.DeleteVersionReq) (*metaapi.DeleteVersionResp, error)
+	SetRetention(ctx context.Context, req metaapi.RetentionReq) (metaapi.Inode, error)
 }
 
 var _ namespace = (*client.Meta)(nil)

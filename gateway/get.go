@@ -147,6 +147,7 @@ func (g *Gateway) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	}
 	h := w.Header()
 	objectHeaders(h, in, om, etag)
+	lockHeaders(h, in)
 	for _, p := range responseOverrides {
 		if v := q.Get(p.q); v != "" {
 			h.Set(p.h, v)

@@ -107,7 +107,7 @@ func (g *Gateway) expireVersions(ctx context.Context, bucket string, rule *lifec
 			hasCurrent = serr == nil
 		}
 		for _, id := range rule.expiredVersions(recs, hasCurrent, now) {
-			res, err := g.meta.DeleteVersion(ctx, b.ID, key, id, true)
+			res, err := g.meta.DeleteVersion(ctx, metaapi.DeleteVersionReq{Bucket: b.ID, Key: key, ID: id, PruneImplicit: true})
 			switch {
 			case err == nil && res.DeleteMarker:
 				run.Markers++
@@ -115,7 +115,7 @@ func (g *Gateway) expireVersions(ctx context.Context, bucket string, rule *lifec
 			case err == nil:
 				run.Noncurrent++
 				g.metrics.lifecycle.WithLabelValues("noncurrent").Inc()
-			case errnoOf(err) == syscall.ENOENT:
+			case errnoOf(err) == syscall.ENOENT, errnoOf(err) == syscall.EPERM: // gone, or under object lock
 			case ctx.Err() != nil:
 				return ctx.Err()
 			default:

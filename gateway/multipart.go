@@ -49,9 +49,11 @@ type uploadRecord struct {
 	Meta      objectMeta `json:"meta"`
 	Tags      []tag      `json:"tags,omitempty"`
 	ACL       *acl       `json:"acl,omitempty"` // the ACL asked for the object
-	Owner     string     `json:"owner"`
-	UID       uint32     `json:"uid"`
-	GID       uint32     `json:"gid"`
+	// Lock is the object lock the object takes when completed.
+	Lock  *metaapi.ObjectLock `json:"lock,omitempty"`
+	Owner string              `json:"owner"`
+	UID   uint32              `json:"uid"`
+	GID   uint32              `json:"gid"`
 }
 
 // partRecord is user.s3.part.NNNNN.
@@ -121,6 +123,10 @@ func (g *Gateway) createMultipartUpload(w http.ResponseWriter, r *http.Request, 
 	if err != nil {
 		return err
 	}
+	lock, err := g.newObjectLock(ctx, r.Header, rc.bucket)
+	if err != nil {
+		return err
+	}
 	id := strings.ToLower(newRequestID() + newRequestID())
 	dir, err := g.meta.Mkdir(ctx, g.uploadsIno, id, 0o700, rc.creds())
 	if err != nil {
@@ -128,7 +134,7 @@ func (g *Gateway) createMultipartUpload(w http.ResponseWriter, r *http.Request, 
 	}
 	cr := rc.creds()
 	rec := uploadRecord{Bucket: rc.bucket, Key: rc.object, Initiated: time.Now().UTC(), Meta: *om, Tags: tags,
-		Owner: rc.ownerID(), UID: cr.UID, GID: cr.GID}
+		Owner: rc.ownerID(), UID: cr.UID, GID: cr.GID, Lock: lock}
 	if hasACL {
 		rec.ACL = &oacl
 	}
@@ -413,6 +419,7 @@ func (g *Gateway) completeMultipartUpload(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return err
 	}
+	cond.lock = u.rec.Lock
 	nums := make([]int, len(req.Parts))
 	for i, p := range req.Parts {
 		if p.PartNumber < 1 || p.PartNumber > maxParts {

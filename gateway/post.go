@@ -263,7 +263,11 @@ func (g *Gateway) postObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 			return err
 		}
 	}
-	if err := g.publish(ctx, w.Header(), g.stagingIno, st.name, o, rc.creds(), writeCond{}, false); err != nil {
+	lock, err := g.newObjectLock(ctx, hdr, rc.bucket)
+	if err != nil {
+		return err
+	}
+	if err := g.publish(ctx, w.Header(), g.stagingIno, st.name, o, rc.creds(), writeCond{lock: lock}, false); err != nil {
 		return err
 	}
 	published = true

@@ -51,7 +51,7 @@ func (g *Gateway) rename(ctx context.Context, srcParent uint64, srcName string, 
 		if err != nil {
 			return err
 		}
-		req := metaapi.RenameReq{SrcParent: srcParent, SrcName: srcName, DstParent: parent.ID, DstName: o.name(), PruneImplicit: pruneSrc}
+		req := metaapi.RenameReq{SrcParent: srcParent, SrcName: srcName, DstParent: parent.ID, DstName: o.name(), PruneImplicit: pruneSrc, Lock: cond.lock}
 		if cond.ifNoneMatch == "*" {
 			req.Flags = metaapi.RenameNoReplace
 		}

@@ -44,6 +44,9 @@ func (g *Gateway) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	if o.dir {
 		return g.putMarker(w, r, rc, o, om, cond)
 	}
+	if cond.lock, err = g.newObjectLock(ctx, r.Header, rc.bucket); err != nil {
+		return err
+	}
 	oacl, hasACL, err := g.requestACL(ctx, r.Header, rc.bucket)
 	if err != nil {
 		return err

@@ -9,7 +9,7 @@ import (
 // naming the header, before the operation reads a byte or stores anything:
 // accepting a protection we do not give (encryption, Object Lock) would be
 // worse than refusing it, and an append taken as a write would replace the
-// object.
+// object. (Object lock is given: objectlock.go.)
 
 type refusal struct {
 	headers []string // canonical names
@@ -26,17 +26,15 @@ var (
 	refuseSourceSSEC = refusal{[]string{"X-Amz-Copy-Source-Server-Side-Encryption-Customer-Algorithm",
 		"X-Amz-Copy-Source-Server-Side-Encryption-Customer-Key", "X-Amz-Copy-Source-Server-Side-Encryption-Customer-Key-Md5"},
 		"a copy source encrypted with a customer-provided key (SSE-C), which flyfs does not provide: no object is stored encrypted"}
-	refuseLock = refusal{[]string{"X-Amz-Object-Lock-Mode", "X-Amz-Object-Lock-Retain-Until-Date", "X-Amz-Object-Lock-Legal-Hold"},
-		"Object Lock (retention, legal hold), which flyfs does not provide: an object can always be overwritten or deleted"}
 	refuseAppend = refusal{[]string{"X-Amz-Write-Offset-Bytes"},
 		"an append at an offset, which flyfs does not support through S3"}
 )
 
 // refusalsOf are the refusals each operation makes.
 var refusalsOf = map[string][]refusal{
-	"PutObject":               {refuseSSE, refuseSSEC, refuseLock, refuseAppend},
-	"CopyObject":              {refuseSSE, refuseSSEC, refuseSourceSSEC, refuseLock},
-	"CreateMultipartUpload":   {refuseSSE, refuseSSEC, refuseLock},
+	"PutObject":               {refuseSSE, refuseSSEC, refuseAppend},
+	"CopyObject":              {refuseSSE, refuseSSEC, refuseSourceSSEC},
+	"CreateMultipartUpload":   {refuseSSE, refuseSSEC},
 	"UploadPart":              {refuseSSEC},
 	"UploadPartCopy":          {refuseSSEC, refuseSourceSSEC},
 	"CompleteMultipartUpload": {refuseSSEC},
@@ -53,9 +51,6 @@ func refuseHeaders(h http.Header, op string) error {
 				return errCode("NotImplemented", "The %s header asks for %s; the request is refused and nothing was stored.", strings.ToLower(name), rf.why)
 			}
 		}
-	}
-	if op == "CreateBucket" && strings.EqualFold(strings.TrimSpace(h.Get("X-Amz-Bucket-Object-Lock-Enabled")), "true") {
-		return errCode("NotImplemented", "The x-amz-bucket-object-lock-enabled header asks for %s; the bucket was not created.", refuseLock.why)
 	}
 	return nil
 }

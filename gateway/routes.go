@@ -162,7 +162,8 @@ func (g *Gateway) opTables() (bucket, object opTable) {
 		"metadataAnnotationTable": {"PUT": one(ni("UpdateBucketMetadataAnnotationTableConfiguration"))},
 		"metrics":                 idConfigOps("Metrics", "ListBucketMetricsConfigurations"),
 		"notification":            {"GET": one(route{"GetBucketNotificationConfiguration", rd, g.getBucketNotification}), "PUT": one(ni("PutBucketNotificationConfiguration"))},
-		"object-lock":             g.configOps("GetObjectLockConfiguration", "PutObjectLockConfiguration", "", "ObjectLockConfigurationNotFoundError"),
+		"object-lock": {"GET": one(route{"GetObjectLockConfiguration", rd, g.getObjectLockConfiguration}),
+			"PUT": one(route{"PutObjectLockConfiguration", rw, g.putObjectLockConfiguration})},
 		"ownershipControls": {
 			"GET":    one(route{"GetBucketOwnershipControls", rd, g.getBucketOwnershipControls}),
 			"PUT":    one(route{"PutBucketOwnershipControls", rw, g.putBucketOwnershipControls}),
@@ -211,14 +212,14 @@ func (g *Gateway) opTables() (bucket, object opTable) {
 		"attributes": {"GET": one(route{"GetObjectAttributes", rd, g.getObjectAttributes})},
 		"encryption": {"PUT": one(ni("UpdateObjectEncryption"))},
 		"legal-hold": {
-			"GET": one(route{"GetObjectLegalHold", rd, g.noObjectLock}),
-			"PUT": one(ni("PutObjectLegalHold")),
+			"GET": one(route{"GetObjectLegalHold", rd, g.getObjectLegalHold}),
+			"PUT": one(route{"PutObjectLegalHold", rw, g.putObjectLegalHold}),
 		},
 		"renameObject": {"PUT": one(route{"RenameObject", rw, g.renameObject})},
 		"restore":      {"POST": one(ni("RestoreObject"))},
 		"retention": {
-			"GET": one(route{"GetObjectRetention", rd, g.noObjectLock}),
-			"PUT": one(ni("PutObjectRetention")),
+			"GET": one(route{"GetObjectRetention", rd, g.getObjectRetention}),
+			"PUT": one(route{"PutObjectRetention", rw, g.putObjectRetention}),
 		},
 		"select": {"POST": one(ni("SelectObjectContent"))},
 		"tagging": {
@@ -415,6 +416,7 @@ func (g *Gateway) admit(r *http.Request, rc *reqCtx, rt route) error {
 var versionedOps = map[string]bool{
 	"GetObject": true, "HeadObject": true, "DeleteObject": true, "GetObjectAcl": true, "PutObjectAcl": true, "GetObjectAttributes": true,
 	"GetObjectTagging": true, "PutObjectTagging": true, "DeleteObjectTagging": true, "GetObjectRetention": true, "GetObjectLegalHold": true,
+	"PutObjectRetention": true, "PutObjectLegalHold": true,
 }
 
 func checkVersionID(q url.Values, op string) error {

@@ -102,7 +102,7 @@ var walkOps = map[string]walkWant{
 	"b GET notification":                             done("GetBucketNotificationConfiguration", 200),
 	"b PUT notification":                             unimpl("PutBucketNotificationConfiguration"),
 	"b GET object-lock":                              absent("GetObjectLockConfiguration", "ObjectLockConfigurationNotFoundError"),
-	"b PUT object-lock":                              unimpl("PutObjectLockConfiguration"),
+	"b PUT object-lock":                              {"PutObjectLockConfiguration", 400, "MalformedXML"},
 	"b GET ownershipControls":                        absent("GetBucketOwnershipControls", "OwnershipControlsNotFoundError"),
 	"b PUT ownershipControls":                        {"PutBucketOwnershipControls", 400, "MalformedXML"},
 	"b DELETE ownershipControls":                     done("DeleteBucketOwnershipControls", 204),
@@ -140,11 +140,11 @@ var walkOps = map[string]walkWant{
 	"o GET attributes":                               done("GetObjectAttributes", 200),
 	"o PUT encryption":                               unimpl("UpdateObjectEncryption"),
 	"o GET legal-hold":                               {"GetObjectLegalHold", 400, "InvalidRequest"},
-	"o PUT legal-hold":                               unimpl("PutObjectLegalHold"),
+	"o PUT legal-hold":                               {"PutObjectLegalHold", 400, "InvalidRequest"},
 	"o PUT renameObject":                             {"RenameObject", 400, "InvalidArgument"},
 	"o POST restore":                                 unimpl("RestoreObject"),
 	"o GET retention":                                {"GetObjectRetention", 400, "InvalidRequest"},
-	"o PUT retention":                                unimpl("PutObjectRetention"),
+	"o PUT retention":                                {"PutObjectRetention", 400, "InvalidRequest"},
 	"o POST select&select-type=2":                    unimpl("SelectObjectContent"),
 	"o GET tagging":                                  done("GetObjectTagging", 200),
 	"o PUT tagging":                                  {"PutObjectTagging", 400, "MalformedXML"},
@@ -166,7 +166,7 @@ var walkOps = map[string]walkWant{
 	"b POST ":                                        {"PostObject", 412, "PreconditionFailed"},
 	"o GET ":                                         done("GetObject", 200),
 	"o HEAD ":                                        done("HeadObject", 200),
-	"o PUT x-id=PutObjectRetention&retention":        unimpl("PutObjectRetention"),
+	"o PUT x-id=PutObjectRetention&retention":        {"PutObjectRetention", 400, "InvalidRequest"},
 	"o GET versionId=null":                           done("GetObject", 200),
 	"o GET versionId=3HL4kqtJlcpXroDTDmJ":            {"GetObject", 400, "InvalidArgument"},
 	"o HEAD versionId=3HL4kqtJlcpXroDTDmJ":           {"HeadObject", 400, ""},
@@ -383,12 +383,12 @@ func TestLiveSubresourcesSDK(t *testing.T) {
 	b, k := aws.String("locks"), aws.String("big")
 	_, err := c.PutObjectRetention(ctx, &s3.PutObjectRetentionInput{Bucket: b, Key: k,
 		Retention: &types.ObjectLockRetention{Mode: types.ObjectLockRetentionModeGovernance, RetainUntilDate: &until}})
-	if errCodeOf(err) != "NotImplemented" || !strings.Contains(err.Error(), "PutObjectRetention") {
-		t.Errorf("PutObjectRetention: %v", err)
+	if errCodeOf(err) != "InvalidRequest" || !strings.Contains(err.Error(), "Object Lock Configuration") {
+		t.Errorf("PutObjectRetention in a bucket without object lock: %v", err)
 	}
 	_, err = c.PutObjectLegalHold(ctx, &s3.PutObjectLegalHoldInput{Bucket: b, Key: k, LegalHold: &types.ObjectLockLegalHold{Status: types.ObjectLockLegalHoldStatusOn}})
-	if errCodeOf(err) != "NotImplemented" || !strings.Contains(err.Error(), "PutObjectLegalHold") {
-		t.Errorf("PutObjectLegalHold: %v", err)
+	if errCodeOf(err) != "InvalidRequest" || !strings.Contains(err.Error(), "Object Lock Configuration") {
+		t.Errorf("PutObjectLegalHold in a bucket without object lock: %v", err)
 	}
 	if _, err := c.GetObjectRetention(ctx, &s3.GetObjectRetentionInput{Bucket: b, Key: k}); errCodeOf(err) != "InvalidRequest" {
 		t.Errorf("GetObjectRetention: %v", err)

@@ -181,6 +181,14 @@ func (g *Gateway) putBucketVersioning(w http.ResponseWriter, r *http.Request, rc
 	default:
 		return errCode("MalformedXML", "")
 	}
+	if st == metaapi.VersioningSuspended {
+		if l, err := g.lockOf(ctx, b.ID); err != nil || (l != nil && l.Enabled) {
+			if err == nil {
+				err = errCode("InvalidBucketState", "An Object Lock configuration is present on this bucket, so the versioning state cannot be changed.")
+			}
+			return err
+		}
+	}
 	if err := g.meta.SetVersioning(ctx, b.ID, st); err != nil {
 		return err
 	}

@@ -67,6 +67,7 @@ var metadMethods = []rpctest.Method{
 	rpctest.M[metaapi.DeleteKeyReq](metaapi.MethodDeleteKey),
 	rpctest.M[metaapi.DeleteVersionReq](metaapi.MethodDeleteVersion),
 	rpctest.M[metaapi.InodeReq](metaapi.MethodVersionScope),
+	rpctest.M[metaapi.RetentionReq](metaapi.MethodSetRetention),
 }
 
 func methodIndex(m rpc.Method) uint8 {
@@ -198,6 +199,7 @@ func FuzzMetadHandlers(f *testing.F) {
 	add(metaapi.MethodListVersions, &metaapi.ListVersionsReq{Bucket: m.dir, Prefix: "f", Delimiter: "/", AfterKey: "e", AfterSeq: 9, Limit: 3})
 	add(metaapi.MethodGetVersion, &metaapi.VersionReq{Bucket: m.dir, Key: "f", ID: "null"})
 	add(metaapi.MethodVersionScope, &metaapi.InodeReq{Ino: m.dir})
+	add(metaapi.MethodSetRetention, &metaapi.RetentionReq{Ino: m.file, SetRetention: true, Mode: metaapi.RetainGovernance, Until: 1 << 62, SetHold: true, LegalHold: true})
 	add(metaapi.MethodDeleteVersion, &metaapi.DeleteVersionReq{ReqID: rid(21), Bucket: m.dir, Key: "a/b/f", ID: "null", PruneImplicit: true})
 	f.Add(methodIndex(metaapi.MethodStat), []byte{0xff})
 	f.Add(methodIndex(metaapi.MethodCreate), []byte{0xa1, 0x01, 0x43, 1, 2, 3}) // a request id of 3 bytes

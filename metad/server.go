@@ -201,7 +201,8 @@ func toWire(in ns.Inode) metaapi.Inode {
 	return metaapi.Inode{ID: in.ID, Type: metaapi.Type(in.Type), Mode: in.Mode, UID: in.UID, GID: in.GID,
 		Atime: in.Atime, Mtime: in.Mtime, Ctime: in.Ctime, Nlink: in.Nlink, Length: in.Length,
 		TruncateVer: in.TruncateVer, Layout: in.Layout, Target: in.Target, Gen: in.Gen, Implicit: in.Implicit, StripeHint: in.StripeHint,
-		Rdev: in.Rdev, VersionID: in.VersionID, Versions: in.Versions}
+		Rdev: in.Rdev, VersionID: in.VersionID, Versions: in.Versions,
+		RetainUntil: in.RetainUntil, RetainMode: metaapi.RetainMode(in.RetainMode), LegalHold: in.LegalHold}
 }
 
 func inodeResp(in ns.Inode, err error) (*metaapi.InodeResp, []byte, error) {
@@ -326,7 +327,7 @@ func (s *Server) removeAll(ctx context.Context, r *metaapi.RemoveReq, _ []byte) 
 func (s *Server) rename(ctx context.Context, r *metaapi.RenameReq, _ []byte) (*metaapi.Empty, []byte, error) {
 	return empty(s.ns.Rename(ctx, ns.RenameRequest{ReqID: ns.RequestID(r.ReqID), SrcParent: r.SrcParent, SrcName: r.SrcName,
 		DstParent: r.DstParent, DstName: r.DstName, Flags: r.Flags,
-		IfDstIno: r.IfDstIno, IfDstGen: r.IfDstGen, PruneImplicit: r.PruneImplicit}))
+		IfDstIno: r.IfDstIno, IfDstGen: r.IfDstGen, PruneImplicit: r.PruneImplicit, Lock: lockOf(r.Lock)}))
 }
 
 func (s *Server) close(ctx context.Context, r *metaapi.CloseReq, _ []byte) (*metaapi.InodeResp, []byte, error) {

@@ -16,6 +16,7 @@ func (s *Server) serveVersions() {
 	handle(s, metaapi.MethodDeleteKey, s.deleteKey)
 	handle(s, metaapi.MethodDeleteVersion, s.deleteVersion)
 	handle(s, metaapi.MethodVersionScope, s.versionScope)
+	handle(s, metaapi.MethodSetRetention, s.setRetention)
 }
 
 func (s *Server) versionScope(ctx context.Context, r *metaapi.InodeReq, _ []byte) (*metaapi.VersionScopeResp, []byte, error) {
@@ -82,7 +83,7 @@ func (s *Server) deleteKey(ctx context.Context, r *metaapi.DeleteKeyReq, _ []byt
 }
 
 func (s *Server) deleteVersion(ctx context.Context, r *metaapi.DeleteVersionReq, _ []byte) (*metaapi.DeleteVersionResp, []byte, error) {
-	res, err := s.ns.DeleteVersion(ctx, ns.RequestID(r.ReqID), r.Bucket, r.Key, r.ID, r.PruneImplicit)
+	res, err := s.ns.DeleteVersion(ctx, ns.RequestID(r.ReqID), r.Bucket, r.Key, r.ID, ns.DeleteOptions{PruneImplicit: r.PruneImplicit, BypassGovernance: r.BypassGovernance})
 	if err != nil {
 		return nil, nil, wire(err)
 	}

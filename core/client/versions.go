@@ -48,10 +48,20 @@ func (m *Meta) DeleteKey(ctx context.Context, req metaapi.DeleteKeyReq) (string,
 	return resp.Marker, nil
 }
 
-// DeleteVersion deletes one version of key for good.
-func (m *Meta) DeleteVersion(ctx context.Context, bucket uint64, key, id string, pruneImplicit bool) (*metaapi.DeleteVersionResp, error) {
-	req := &metaapi.DeleteVersionReq{ReqID: newReqID(), Bucket: bucket, Key: key, ID: id, PruneImplicit: pruneImplicit}
-	return callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.DeleteVersionResp, error) { return c.DeleteVersion(ctx, req) })
+// DeleteVersion deletes one version of a key for good (what, pruning and
+// the governance bypass in req).
+func (m *Meta) DeleteVersion(ctx context.Context, req metaapi.DeleteVersionReq) (*metaapi.DeleteVersionResp, error) {
+	req.ReqID = newReqID()
+	return callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.DeleteVersionResp, error) { return c.DeleteVersion(ctx, &req) })
+}
+
+// SetRetention changes a file's object lock.
+func (m *Meta) SetRetention(ctx context.Context, req metaapi.RetentionReq) (metaapi.Inode, error) {
+	resp, err := callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.InodeResp, error) { return c.SetRetention(ctx, &req) })
+	if err != nil {
+		return metaapi.Inode{}, err
+	}
+	return resp.Inode, nil
 }
 
 // VersionScope says where dir's names are as keys of a versioned bucket.

@@ -58,6 +58,11 @@ func (n *Namespace) SetAttr(ctx context.Context, ino uint64, req SetAttrRequest)
 				return fail(ErrInvalid, "truncate %s %d", in.Type, ino)
 			}
 		}
+		if req.Mask&SetSize != 0 {
+			if err := o.changeable(in); err != nil {
+				return err
+			}
+		}
 		if req.Mask&SetSize != 0 && req.Size > MaxFileSize {
 			return fail(ErrFBig, "size %d past the largest file (%d)", req.Size, uint64(MaxFileSize))
 		}

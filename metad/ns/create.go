@@ -69,6 +69,9 @@ func (n *Namespace) Create(ctx context.Context, req CreateRequest) (CreateResult
 			case in.Type != TypeFile:
 				return fail(ErrExist, "create %q in %d: a %s", req.Name, req.Parent, in.Type)
 			case req.Truncate:
+				if err := o.changeable(in); err != nil {
+					return err
+				}
 				if o.truncate(in, 0) {
 					o.putInode(in)
 				}
@@ -100,6 +103,9 @@ func (n *Namespace) Create(ctx context.Context, req CreateRequest) (CreateResult
 			res.Created = true
 		}
 		if req.Write {
+			if err := o.changeable(in); err != nil {
+				return err
+			}
 			s, err := o.openSession(in, sid, req.Client)
 			if err != nil {
 				return err

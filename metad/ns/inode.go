@@ -107,6 +107,13 @@ type Inode struct {
 	// Versions counts the version records (VERS) naming this file: a file
 	// with no links is kept while any names it (versions.go).
 	Versions uint32 `cbor:"23,keyasint,omitempty"`
+
+	// Object lock (objectlock.go): the file may not change or be removed
+	// for good until RetainUntil (unix ns) under RetainMode, nor while
+	// LegalHold is set.
+	RetainUntil int64      `cbor:"24,keyasint,omitempty"`
+	RetainMode  RetainMode `cbor:"25,keyasint,omitempty"`
+	LegalHold   bool       `cbor:"26,keyasint,omitempty"`
 }
 
 // IsDir reports whether the inode is a directory.

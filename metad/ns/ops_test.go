@@ -946,7 +946,7 @@ func script() []step {
 				return check(false, "records of k: %+v", recs)
 			}
 			for _, r := range recs[:2] {
-				if _, err := e.ns.DeleteVersion(ctx, RequestID{}, b.ID, "k", r.ID, false); err != nil {
+				if _, err := e.ns.DeleteVersion(ctx, RequestID{}, b.ID, "k", r.ID, DeleteOptions{}); err != nil {
 					return err
 				}
 			}
@@ -958,7 +958,7 @@ func script() []step {
 			if err != nil || len(recs) != 1 {
 				return check(false, "records of k: %+v, %v", recs, err)
 			}
-			if _, err := e.ns.DeleteVersion(ctx, RequestID{}, e.ids["vb"], "k", recs[0].ID, false); err != nil {
+			if _, err := e.ns.DeleteVersion(ctx, RequestID{}, e.ids["vb"], "k", recs[0].ID, DeleteOptions{}); err != nil {
 				return err
 			}
 			cur, err := e.stat("/vb/k")

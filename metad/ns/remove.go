@@ -232,6 +232,9 @@ func (o *op) dropLink(in *Inode, removedAt int64) error {
 		if in.Versions > 0 {
 			return nil // kept as a noncurrent version
 		}
+		if err := in.removable(o.now, o.bypass); err != nil {
+			return err
+		}
 		busy, err := o.hasSessions(in.ID)
 		if err != nil {
 			return err

@@ -26,6 +26,9 @@ type RenameRequest struct {
 	IfDstIno, IfDstGen uint64
 	// PruneImplicit removes the Implicit ancestors the move leaves empty.
 	PruneImplicit bool
+	// Lock, when set, puts the moved file under object lock as it takes
+	// its new name (an S3 PUT with retention into an Enabled bucket).
+	Lock *Retention
 }
 
 // Rename moves an entry in one transaction with POSIX semantics: an existing
@@ -112,7 +115,16 @@ func (n *Namespace) Rename(ctx context.Context, req RenameRequest) error {
 			}
 		}
 
+		if srcIn.Type == TypeDir && req.SrcParent == RootID && req.DstParent != RootID {
+			// A bucket's versions are keyed by it as a directory of the root.
+			if st, err := o.versioning(srcIn.ID); err != nil || st != Unversioned {
+				return errOr(err, fail(ErrPerm, "a versioned bucket stays in the root"))
+			}
+		}
 		if exchange {
+			if srcIn.retained(o.now) || dstIn.retained(o.now) || req.Lock != nil {
+				return fail(ErrPerm, "exchange of a file under object lock")
+			}
 			o.putDentry(req.DstParent, req.DstName, &Dentry{Ino: srcIn.ID, Type: srcIn.Type, ReqID: req.ReqID})
 			o.putDentry(req.SrcParent, req.SrcName, &Dentry{Ino: dstIn.ID, Type: dstIn.Type, ReqID: req.ReqID})
 			if err := o.moved(srcIn, req.SrcParent, req.DstParent, req.DstName); err != nil {
@@ -121,9 +133,11 @@ func (n *Namespace) Rename(ctx context.Context, req RenameRequest) error {
 			return o.moved(dstIn, req.DstParent, req.SrcParent, req.SrcName)
 		}
 		if srcIn.Type == TypeFile {
-			if err := o.versionedRename(req.SrcParent, req.SrcName, req.DstParent, req.DstName, srcIn, dstIn); err != nil {
+			if err := o.versionedRename(req.SrcParent, req.SrcName, req.DstParent, req.DstName, srcIn, dstIn, req.Lock); err != nil {
 				return err
 			}
+		} else if req.Lock != nil {
+			return fail(ErrInvalid, "object lock on a %s", srcIn.Type)
 		}
 		o.clearDentry(req.SrcParent, req.SrcName)
 		if dstIn != nil {

@@ -102,6 +102,11 @@ func (n *Namespace) Open(ctx context.Context, ino uint64, flags int, client Clie
 		case in.Nlink == 0:
 			return fail(ErrNotExist, "open removed file %d", ino)
 		}
+		if write || trunc {
+			if err := o.changeable(in); err != nil {
+				return err
+			}
+		}
 		if trunc && o.truncate(in, 0) {
 			o.putInode(in)
 		}

@@ -273,6 +273,9 @@ func (o *op) releaseIfUnused(in *Inode) error {
 	if in.Nlink > 0 || in.Versions > 0 {
 		return nil
 	}
+	if err := in.removable(o.now, o.bypass); err != nil {
+		return err
+	}
 	busy, err := o.hasSessions(in.ID)
 	if err != nil || busy {
 		return err
@@ -489,13 +492,23 @@ type DeletedVersion struct {
 // current version and its newest record is an object version, that version
 // becomes current again, in implicit directories made for it if needed.
 // ErrNotExist when no version has the id.
-func (n *Namespace) DeleteVersion(ctx context.Context, req RequestID, bucket uint64, key, id string, pruneImplicit bool) (DeletedVersion, error) {
+// DeleteOptions shape DeleteVersion.
+type DeleteOptions struct {
+	PruneImplicit bool // remove the implicit directories left empty
+	// BypassGovernance removes a version under governance retention (the
+	// caller checked that its asker may).
+	BypassGovernance bool
+}
+
+func (n *Namespace) DeleteVersion(ctx context.Context, req RequestID, bucket uint64, key, id string, opts DeleteOptions) (DeletedVersion, error) {
+	pruneImplicit := opts.PruneImplicit
 	segs, err := checkKey(key)
 	if err != nil {
 		return DeletedVersion{}, err
 	}
 	var ids []uint64
 	rec, err := n.updateIdemAnswer(ctx, req.orNew(), opDeleteVersion, func(o *op, res *idemRecord) error {
+		o.bypass = opts.BypassGovernance
 		pl, err := o.findKey(bucket, segs)
 		if err != nil {
 			return err
@@ -817,10 +830,18 @@ func (o *op) removableTree(parent uint64, dir *Inode) error {
 // (dst, nil if none) is displaced and the file becomes the new current
 // version there; the source key, if in a versioned bucket, gets a delete
 // marker. Outside versioned buckets a file has the id null.
-func (o *op) versionedRename(srcParent uint64, srcName string, dstParent uint64, dstName string, src, dst *Inode) error {
+func (o *op) versionedRename(srcParent uint64, srcName string, dstParent uint64, dstName string, src, dst *Inode, lock *Retention) error {
 	d, err := o.versioned(dstParent)
 	if err != nil {
 		return err
+	}
+	if (lock != nil || src.retained(o.now)) && (d == nil || d.state != VersioningEnabled) {
+		return fail(ErrPerm, "a file under object lock goes only into a bucket with versioning Enabled")
+	}
+	if lock != nil {
+		if err := o.lockNew(src, *lock); err != nil {
+			return err
+		}
 	}
 	src.VersionID = ""
 	if d != nil {
@@ -835,6 +856,9 @@ func (o *op) versionedRename(srcParent uint64, srcName string, dstParent uint64,
 	s, err := o.versioned(srcParent)
 	if err != nil || s == nil {
 		return err
+	}
+	if src.retained(o.now) {
+		return fail(ErrPerm, "a file under object lock cannot leave its key")
 	}
 	key := s.key(srcName)
 	if s.newNull() {

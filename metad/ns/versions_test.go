@@ -152,7 +152,7 @@ func TestVersionsEnabled(t *testing.T) {
 
 	// Deleting both markers brings the last object back.
 	for i := 0; i < 2; i++ {
-		res, err := v.ns.DeleteVersion(ctx, RequestID{}, v.bucket, "k", v.idAt("k", 0), false)
+		res, err := v.ns.DeleteVersion(ctx, RequestID{}, v.bucket, "k", v.idAt("k", 0), DeleteOptions{})
 		if err != nil || !res.DeleteMarker {
 			t.Fatalf("delete marker: %+v, %v", res, err)
 		}
@@ -173,7 +173,7 @@ func TestVersionsEnabled(t *testing.T) {
 
 	// Deleting the current version by id: the older one is current again,
 	// and the deleted file is collected.
-	res, err := v.ns.DeleteVersion(ctx, RequestID{}, v.bucket, "k", v.idAt("k", 0), false)
+	res, err := v.ns.DeleteVersion(ctx, RequestID{}, v.bucket, "k", v.idAt("k", 0), DeleteOptions{})
 	if err != nil || res.DeleteMarker || res.Promoted == "" {
 		t.Fatalf("delete current: %+v, %v", res, err)
 	}
@@ -182,7 +182,7 @@ func TestVersionsEnabled(t *testing.T) {
 	if len(gone) != 1 || gone[0].Ino != b {
 		t.Fatalf("collected %+v, want inode %d", gone, b)
 	}
-	if _, err := v.ns.DeleteVersion(ctx, RequestID{}, v.bucket, "k", "nope", false); wantErrno(err, ErrNotExist) != nil {
+	if _, err := v.ns.DeleteVersion(ctx, RequestID{}, v.bucket, "k", "nope", DeleteOptions{}); wantErrno(err, ErrNotExist) != nil {
 		t.Fatal(wantErrno(err, ErrNotExist))
 	}
 	mustFsck(t, v.db)
@@ -230,7 +230,7 @@ func TestVersionsNestedKeys(t *testing.T) {
 		t.Fatalf("implicit /b/d after the delete: %v", err)
 	}
 	v.want("d/e/x", fmt.Sprintf("dm %d", a))
-	if _, err := v.ns.DeleteVersion(ctx, RequestID{}, v.bucket, "d/e/x", id, true); err != nil {
+	if _, err := v.ns.DeleteVersion(ctx, RequestID{}, v.bucket, "d/e/x", id, DeleteOptions{PruneImplicit: true}); err != nil {
 		t.Fatal(err)
 	}
 	v.want("d/e/x", fmt.Sprintf("cur:%d", a))
@@ -239,7 +239,7 @@ func TestVersionsNestedKeys(t *testing.T) {
 		t.Fatalf("/b/d/e made again: %+v, %v", d, err)
 	}
 	// Deleting the only version leaves nothing, directories included.
-	if _, err := v.ns.DeleteVersion(ctx, RequestID{}, v.bucket, "d/e/x", v.idAt("d/e/x", 0), true); err != nil {
+	if _, err := v.ns.DeleteVersion(ctx, RequestID{}, v.bucket, "d/e/x", v.idAt("d/e/x", 0), DeleteOptions{PruneImplicit: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := v.stat("/b/d"); wantErrno(err, ErrNotExist) != nil {
@@ -309,7 +309,7 @@ func TestVersionsPOSIX(t *testing.T) {
 	}
 	for _, k := range []string{"p", "q", "w"} {
 		for {
-			if _, err := v.ns.DeleteVersion(ctx, RequestID{}, v.bucket, k, v.idAt(k, 0), false); err != nil {
+			if _, err := v.ns.DeleteVersion(ctx, RequestID{}, v.bucket, k, v.idAt(k, 0), DeleteOptions{}); err != nil {
 				break
 			}
 			if v.history(k) == "" {
@@ -321,7 +321,7 @@ func TestVersionsPOSIX(t *testing.T) {
 		t.Fatal(err) // dir/f's versions
 	}
 	for v.history("dir/f") != "" {
-		if _, err := v.ns.DeleteVersion(ctx, RequestID{}, v.bucket, "dir/f", v.idAt("dir/f", 0), true); err != nil {
+		if _, err := v.ns.DeleteVersion(ctx, RequestID{}, v.bucket, "dir/f", v.idAt("dir/f", 0), DeleteOptions{PruneImplicit: true}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -146,6 +146,11 @@ type Inode struct {
 	// versions that are this file.
 	VersionID string `cbor:"18,keyasint,omitempty"`
 	Versions  uint32 `cbor:"19,keyasint,omitempty"`
+	// Object lock: retained until RetainUntil (unix ns) in RetainMode, or
+	// while LegalHold is on.
+	RetainUntil int64      `cbor:"20,keyasint,omitempty"`
+	RetainMode  RetainMode `cbor:"21,keyasint,omitempty"`
+	LegalHold   bool       `cbor:"22,keyasint,omitempty"`
 }
 
 // RequestID makes a mutating request idempotent across retries.
@@ -305,6 +310,9 @@ type RenameReq struct {
 	IfDstGen uint64 `cbor:"8,keyasint,omitempty"`
 	// PruneImplicit removes Implicit ancestors of the source left empty.
 	PruneImplicit bool `cbor:"9,keyasint,omitempty"`
+	// Lock puts the moved file under object lock as it takes its name
+	// (into a bucket with versioning Enabled only).
+	Lock *ObjectLock `cbor:"10,keyasint,omitempty"`
 }
 
 // CloseReq closes a write session with the writer's length hint.

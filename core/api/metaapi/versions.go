@@ -114,6 +114,8 @@ type DeleteVersionReq struct {
 	Key           string    `cbor:"3,keyasint"`
 	ID            string    `cbor:"4,keyasint"`
 	PruneImplicit bool      `cbor:"5,keyasint,omitempty"`
+	// BypassGovernance removes a version under governance retention.
+	BypassGovernance bool `cbor:"6,keyasint,omitempty"`
 }
 
 // DeleteVersionResp says what went: a delete marker or an object version,
