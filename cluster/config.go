@@ -66,7 +66,10 @@ type Config struct {
 	// GCGrace is how long removed files keep their chunks (0: metad's
 	// default of 5 minutes; negative: none). GCInterval and ReapEvery tune
 	// metad's GC and session reaping (default: metad's).
-	GCGrace    time.Duration
+	GCGrace time.Duration
+	// TrashDays keeps removed files and trees in /.flyfs-trash that many
+	// days (0: no trash).
+	TrashDays  int
 	GCInterval time.Duration
 	ReapEvery  time.Duration
 

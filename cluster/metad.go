@@ -52,7 +52,7 @@ func (c *Cluster) StartMetad(i int) error {
 		rc.Close()
 		return fmt.Errorf("metad %s: %w", m.Name, err)
 	}
-	srv, err := metad.New(metad.Config{KV: c.metaKV, Namespace: ns.Options{GCGrace: c.cfg.GCGrace}, Routing: src, Storage: rc,
+	srv, err := metad.New(metad.Config{KV: c.metaKV, Namespace: ns.Options{GCGrace: c.cfg.GCGrace, TrashDays: c.cfg.TrashDays}, Routing: src, Storage: rc,
 		RPC: c.roleRPC(m.Name, "metad"), Logger: c.cfg.Logger, Registerer: c.Registerer("metad"), DefaultChunkSize: c.cfg.ChunkSize, DefaultStripe: c.cfg.Stripe,
 		GCInterval: c.cfg.GCInterval, Mgmtd: src.Mgmtd(), Addr: m.Addr, ID: m.Name, ReapEvery: c.cfg.ReapEvery,
 		MasterKey: c.cfg.MasterKey})

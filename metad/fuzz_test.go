@@ -68,6 +68,8 @@ var metadMethods = []rpctest.Method{
 	rpctest.M[metaapi.DeleteVersionReq](metaapi.MethodDeleteVersion),
 	rpctest.M[metaapi.InodeReq](metaapi.MethodVersionScope),
 	rpctest.M[metaapi.RetentionReq](metaapi.MethodSetRetention),
+	rpctest.M[metaapi.Empty](metaapi.MethodTrashList),
+	rpctest.M[metaapi.TrashRestoreReq](metaapi.MethodTrashRestore),
 }
 
 func methodIndex(m rpc.Method) uint8 {
@@ -199,6 +201,8 @@ func FuzzMetadHandlers(f *testing.F) {
 	add(metaapi.MethodListVersions, &metaapi.ListVersionsReq{Bucket: m.dir, Prefix: "f", Delimiter: "/", AfterKey: "e", AfterSeq: 9, Limit: 3})
 	add(metaapi.MethodGetVersion, &metaapi.VersionReq{Bucket: m.dir, Key: "f", ID: "null"})
 	add(metaapi.MethodVersionScope, &metaapi.InodeReq{Ino: m.dir})
+	add(metaapi.MethodTrashList, &metaapi.Empty{})
+	add(metaapi.MethodTrashRestore, &metaapi.TrashRestoreReq{ReqID: rid(22), Ino: m.file, ToParent: m.dir, ToName: "back"})
 	add(metaapi.MethodSetRetention, &metaapi.RetentionReq{Ino: m.file, SetRetention: true, Mode: metaapi.RetainGovernance, Until: 1 << 62, SetHold: true, LegalHold: true})
 	add(metaapi.MethodDeleteVersion, &metaapi.DeleteVersionReq{ReqID: rid(21), Bucket: m.dir, Key: "a/b/f", ID: "null", PruneImplicit: true})
 	f.Add(methodIndex(metaapi.MethodStat), []byte{0xff})

@@ -31,11 +31,15 @@ func (s *Server) runGC(ctx context.Context, interval time.Duration, batch int) {
 		if _, err := s.collect(ctx, batch, s.ns.GCGrace()); err != nil && ctx.Err() == nil {
 			s.log.Warn("gc batch", "err", err)
 		}
-		// Now and then, the lock sessions of clients long gone.
+		// Now and then, the lock sessions of clients long gone, and the
+		// trash's hours past their days.
 		if now := time.Now(); now.Sub(purged) >= lockPurgeEvery {
 			purged = now
 			if _, err := s.ns.PurgeLockSessions(ctx, now.Add(-lockPurgeEvery)); err != nil && ctx.Err() == nil {
 				s.log.Warn("purging expired lock sessions", "err", err)
+			}
+			if _, err := s.ns.PurgeTrash(ctx, now); err != nil && ctx.Err() == nil {
+				s.log.Warn("purging the trash", "err", err)
 			}
 		}
 	}

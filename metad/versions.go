@@ -17,6 +17,8 @@ func (s *Server) serveVersions() {
 	handle(s, metaapi.MethodDeleteVersion, s.deleteVersion)
 	handle(s, metaapi.MethodVersionScope, s.versionScope)
 	handle(s, metaapi.MethodSetRetention, s.setRetention)
+	handle(s, metaapi.MethodTrashList, s.trashList)
+	handle(s, metaapi.MethodTrashRestore, s.trashRestore)
 }
 
 func (s *Server) versionScope(ctx context.Context, r *metaapi.InodeReq, _ []byte) (*metaapi.VersionScopeResp, []byte, error) {

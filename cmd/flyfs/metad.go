@@ -32,6 +32,7 @@ func metadCmd() *cobra.Command {
 		masterKey string
 		limits    rpc.Options // server bounds
 		gcGrace   time.Duration
+		trashDays int
 		mgmtds    []string
 		obsOpts   observeOptions
 	)
@@ -81,7 +82,7 @@ one), and any can be restarted; clients retry on another with the same request i
 				return err
 			}
 			cfg := metad.Config{KV: db, RPC: withLimits(rpc.Options{Token: token, Logger: log, Registerer: reg}, limits), Logger: log, Addr: l.Addr().String(), MasterKey: master,
-				Namespace: ns.Options{GCGrace: graceOption(gcGrace)}, Registerer: reg}
+				Namespace: ns.Options{GCGrace: graceOption(gcGrace), TrashDays: trashDays}, Registerer: reg}
 			if advertise != "" {
 				cfg.Addr = advertise // what clients dial: a name or address reachable from them
 			}
@@ -131,6 +132,7 @@ one), and any can be restarted; clients retry on another with the same request i
 	addTokenFlags(f, &tok)
 	addRPCFlags(f, &limits)
 	f.DurationVar(&gcGrace, "gc-grace", 5*time.Minute, "how long removed files keep their chunks, so readers that have them open keep reading (0: none; flyfs admin gc collects now)")
+	f.IntVar(&trashDays, "trash-days", 0, "keep removed files and trees in /.flyfs-trash this many days, restorable with flyfs admin trash (0: no trash); every metad of a cluster takes the same")
 	f.StringVar(&masterKey, "master-key-file", "", "file holding the master key that seals access-key secrets, 64 hex digits (env FLYFS_MASTER_KEY_FILE, or the key itself in FLYFS_MASTER_KEY); every metad of a cluster needs the same; default with pebble: <data>/master.key, drawn on the first start")
 	f.StringSliceVar(&mgmtds, "mgmtd", nil, "cluster manager addresses: chain tables for new files, and GC of removed files' chunks")
 	addObserveFlags(f, &obsOpts)

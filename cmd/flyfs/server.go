@@ -44,6 +44,7 @@ type serverOptions struct {
 	http                 httpOptions // TLS and bounds of the S3 and console servers
 	rpc                  rpc.Options // bounds of every role's RPC server
 	gcGrace              time.Duration
+	trashDays            int
 	encryptionKeyFile    string
 	obs                  observeOptions
 	logOut               io.Writer // the log (nil: stderr)
@@ -92,6 +93,7 @@ its own subcommand and talks to the others over loopback. Restarting on the same
 	addHTTPFlags(f, &o.http)
 	addRPCFlags(f, &o.rpc)
 	f.DurationVar(&o.gcGrace, "gc-grace", 5*time.Minute, "how long removed files keep their chunks, so readers that have them open keep reading (0: none; flyfs admin gc collects now)")
+	f.IntVar(&o.trashDays, "trash-days", 0, "keep removed files and trees in /.flyfs-trash this many days, restorable with flyfs admin trash (0: no trash)")
 	f.StringVar(&o.encryptionKeyFile, "encryption-key-file", "", encryptionKeyHelp)
 	addObserveFlags(f, &o.obs)
 	f.Lookup("metrics-addr").Usage = "serve every role's Prometheus metrics, labelled role=<mgmtd, metad, storaged, client, gateway>, at http://ADDR/metrics (empty: no metrics)"
@@ -143,7 +145,7 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 	c, err := cluster.Start(ctx, cluster.Config{Dir: o.dataDir, KV: db, NoSync: o.noSync, Token: token, InsecureNoToken: token == "",
 		EncryptionKey: encKey,
 		MgmtdAddrs:    []string{o.mgmtdAddr}, Nodes: o.disks, Chains: o.chains, Replicas: o.replicas,
-		Metads: 1, MetadAddrs: []string{o.metadAddr}, RPCLimits: o.rpc, GCGrace: graceOption(o.gcGrace), Logger: log,
+		Metads: 1, MetadAddrs: []string{o.metadAddr}, RPCLimits: o.rpc, GCGrace: graceOption(o.gcGrace), TrashDays: o.trashDays, Logger: log,
 		Metrics: obs.reg})
 	if err != nil {
 		if ctx.Err() != nil {

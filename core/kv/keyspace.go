@@ -40,6 +40,7 @@ var Keyspace = []Space{
 	{"LKSS", "metad/ns", "the clients' lock sessions"},
 	{"VBKT", "metad/ns", "buckets' versioning state"},
 	{"VERS", "metad/ns", "noncurrent versions and delete markers of versioned buckets' keys"},
+	{"TRSH", "metad/ns", "where the trash's entries were"},
 	{"S3K/", "metad/keys", "access keys"},
 	{"S3ROOT", "metad/keys", "the id of the root access key"},
 }

@@ -24,6 +24,8 @@ type FSConfig struct {
 	// GCGrace is how long removed files keep their chunks (default: none,
 	// so tests see reclamation at once).
 	GCGrace time.Duration
+	// TrashDays turns the trash on (metad/ns/trash.go).
+	TrashDays int
 	// MetaFaults, when set, gives metad its own Pebble store with KV fault
 	// injection (failed reads and commits, "maybe committed" that did or did
 	// not commit); mgmtd keeps a clean store.
@@ -76,6 +78,7 @@ func StartFS(tb testing.TB, cfg FSConfig) *FSCluster {
 	ccfg := cfg.config(tb.TempDir(), NewNetwork())
 	ccfg.Metads, ccfg.ChunkSize, ccfg.Stripe = cfg.Metads, cfg.ChunkSize, cfg.Stripe
 	ccfg.GCGrace, ccfg.GCInterval, ccfg.ReapEvery = cfg.GCGrace, 100*time.Millisecond, cfg.T
+	ccfg.TrashDays = cfg.TrashDays
 	if cfg.MetaFaults != nil {
 		db, err := pebblekv.Open(filepath.Join(tb.TempDir(), "meta-faulty"), pebblekv.Options{NoSync: cfg.NoSync, KV: kv.Options{Faults: cfg.MetaFaults}})
 		if err != nil {

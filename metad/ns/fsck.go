@@ -112,7 +112,7 @@ func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
 	bad := &st.bad
 	id := func(k []byte, off int) uint64 { return binary.LittleEndian.Uint64(k[off : off+8]) }
 	// Only our tags: the store may hold other services' keys.
-	tags := [][]byte{tagInode, tagDentry, tagIdem, tagGC, tagAlloc, tagSession, tagXattr, tagDirTime, keyStatBase, tagStatDelta, tagLock, tagLockSession, tagVersioning, tagVersion}
+	tags := [][]byte{tagInode, tagDentry, tagIdem, tagGC, tagAlloc, tagSession, tagXattr, tagDirTime, keyStatBase, tagStatDelta, tagLock, tagLockSession, tagVersioning, tagVersion, tagTrash}
 	visit := func(k, v []byte) error {
 		if len(k) < 4 {
 			*bad = append(*bad, fmt.Sprintf("short key %q", k))
@@ -215,6 +215,11 @@ func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
 				return nil
 			}
 			st.versioning[id(k, 4)] = state
+		case bytes.Equal(tag, tagTrash) && len(rest) == 16:
+			var r trashRecord
+			if err := decode(v, &r); err != nil || r.Ino != id(k, 12) {
+				*bad = append(*bad, fmt.Sprintf("trash record %x: %v", rest, err))
+			}
 		case bytes.Equal(tag, tagVersion) && len(rest) > 17:
 			key, _, ok := parseVersionKey(id(k, 4), k)
 			var ver Version
@@ -388,6 +393,7 @@ func (st *fsckState) check(r *Report) {
 			r.problem("GC entry for missing inode %d", ino)
 		}
 	}
+
 	for ino := range st.sessions {
 		if _, ok := st.inodes[ino]; !ok {
 			r.problem("sessions of missing inode %d", ino)

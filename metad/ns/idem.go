@@ -49,6 +49,7 @@ const (
 	opGC
 	opDeleteKey
 	opDeleteVersion
+	opRestoreTrash
 )
 
 // idemRecord is the stored outcome of a remove-type request. Errors are
@@ -59,7 +60,8 @@ type idemRecord struct {
 	Time    int64     `cbor:"2,keyasint,omitempty"` // unix ns, for expiry
 	Errno   int32     `cbor:"3,keyasint,omitempty"` // 0: success
 	Removed []Removed `cbor:"4,keyasint,omitempty"` // GCBatch's answer
-	// DeleteKey's and DeleteVersion's answers.
+	// DeleteKey's and DeleteVersion's answers (Version: the marker's id;
+	// for RestoreTrash, where the entry went).
 	Version      string `cbor:"5,keyasint,omitempty"`
 	DeleteMarker bool   `cbor:"6,keyasint,omitempty"`
 	Promoted     string `cbor:"7,keyasint,omitempty"`

@@ -36,6 +36,9 @@ type Options struct {
 	NewFileLayout func(inherited Layout, ino uint64) Layout
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// TrashDays keeps removed files and trees in the trash that long
+	// (trash.go); 0: no trash.
+	TrashDays int
 }
 
 func (o Options) withDefaults() Options {

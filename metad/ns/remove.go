@@ -181,8 +181,17 @@ func (o *op) unlinkEntry(req RemoveRequest, in *Inode) error {
 			return err
 		}
 	}
-	if err := o.dropLink(in, o.now); err != nil {
-		return err
+	trashed := false
+	if (in.Type == TypeFile && in.Nlink == 1 && in.Versions == 0) || in.Type == TypeDir {
+		var err error
+		if trashed, err = o.trash(req.Parent, req.Name, in, &[2]uint64{}); err != nil {
+			return err
+		}
+	}
+	if !trashed {
+		if err := o.dropLink(in, o.now); err != nil {
+			return err
+		}
 	}
 	if req.PruneImplicit {
 		return o.pruneImplicit(req.Parent)

@@ -146,8 +146,12 @@ func (n *Namespace) Rename(ctx context.Context, req RenameRequest) error {
 				if err := o.addSubdir(req.DstParent, dstIn.ID, -1); err != nil {
 					return err
 				}
-			} else if err := o.dropLink(dstIn, o.now); err != nil {
+			} else if trashed, err := o.trashReplaced(req.DstParent, req.DstName, dstIn); err != nil {
 				return err
+			} else if !trashed {
+				if err := o.dropLink(dstIn, o.now); err != nil {
+					return err
+				}
 			}
 		}
 		o.putDentry(req.DstParent, req.DstName, &Dentry{Ino: srcIn.ID, Type: srcIn.Type, ReqID: req.ReqID})

@@ -1,0 +1,28 @@
+package client
+
+import (
+	"context"
+
+	"github.com/flyfs/flyfs/core/api/metaapi"
+)
+
+// TrashList returns what the trash holds, oldest first.
+func (m *Meta) TrashList(ctx context.Context) ([]metaapi.TrashEntry, error) {
+	resp, err := callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.TrashListResp, error) { return c.TrashList(ctx) })
+	if err != nil {
+		return nil, err
+	}
+	return resp.Entries, nil
+}
+
+// TrashRestore moves the trashed entry of ino back where it was, or into
+// directory toParent as toName (toParent 0: where it was); it returns
+// where it went.
+func (m *Meta) TrashRestore(ctx context.Context, ino, toParent uint64, toName string) (string, error) {
+	req := &metaapi.TrashRestoreReq{ReqID: newReqID(), Ino: ino, ToParent: toParent, ToName: toName}
+	resp, err := callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.TrashRestoreResp, error) { return c.TrashRestore(ctx, req) })
+	if err != nil {
+		return "", err
+	}
+	return resp.Path, nil
+}
