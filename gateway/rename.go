@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/metaapi"
@@ -64,6 +65,9 @@ func (g *Gateway) renameObject(w http.ResponseWriter, r *http.Request, rc *reqCt
 		return err
 	}
 	if err := g.publish(ctx, w.Header(), sparent.ID, src.name(), dst, rc.creds(), cond, true); err != nil {
+		if errnoOf(err) == syscall.EPERM {
+			return lockedError(err) // a version under object lock stays on its key
+		}
 		return nsError(err, keyRename, dst.key)
 	}
 	w.WriteHeader(http.StatusOK)

@@ -38,7 +38,9 @@ import (
 //     goes for good; a version with another id is kept.
 //
 // A file renamed away from a key of a versioned bucket leaves a delete
-// marker there (the key was deleted, as S3 sees it); a directory rename
+// marker there when the key has older versions (so they stay noncurrent;
+// a key without any, like a temporary file renamed into place, just
+// goes); a directory rename
 // carries the current files with it and leaves their old keys' records
 // where they are. Hard links, symlinks and directories keep no versions.
 //
@@ -860,7 +862,14 @@ func (o *op) versionedRename(srcParent uint64, srcName string, dstParent uint64,
 	if src.retained(o.now) {
 		return fail(ErrPerm, "a file under object lock cannot leave its key")
 	}
+	// A key with older versions gets a delete marker over them; one
+	// without (a temporary file renamed into place, as editors, rsync and
+	// uploads do) just goes, leaving no history behind.
 	key := s.key(srcName)
+	recs, err := o.keyRecords(s.bucket, key)
+	if err != nil || len(recs) == 0 {
+		return err
+	}
 	if s.newNull() {
 		if err := o.dropNullRecord(s, key); err != nil {
 			return err

@@ -265,7 +265,7 @@ func TestVersionsPOSIX(t *testing.T) {
 		t.Fatal(err)
 	}
 	v.want("p", fmt.Sprintf("cur:%d %d", q.Inode.ID, c.Inode.ID))
-	v.want("q", "dm")
+	v.want("q", "") // no older versions: the temporary name just goes
 	if err := v.rename("/b/p", "/elsewhere", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestVersionsPOSIX(t *testing.T) {
 	if err := v.rmdir("/b/dir"); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"p", "q", "w"} {
+	for _, k := range []string{"p", "w"} {
 		for {
 			if _, err := v.ns.DeleteVersion(ctx, RequestID{}, v.bucket, k, v.idAt(k, 0), DeleteOptions{}); err != nil {
 				break
