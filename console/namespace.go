@@ -407,6 +407,12 @@ type statJSON struct {
 	// and POSIX user attributes alike).
 	UserMetadata map[string]string `json:"userMetadata"`
 	Layout       *layoutJSON       `json:"layout"`
+	// Versioning is the state of the bucket the entry is in (or is):
+	// "", "Enabled" or "Suspended"; VersionID the file's current id there.
+	Versioning string `json:"versioning,omitempty"`
+	VersionID  string `json:"versionId,omitempty"`
+	// Locked says why the file cannot be removed for good (object lock).
+	Locked string `json:"locked,omitempty"`
 }
 
 // etagOf is the strong validator the console uses: the inode and its
@@ -432,6 +438,22 @@ func (c *Console) handleStat(w http.ResponseWriter, r *http.Request) {
 		Gen: in.Gen, Target: in.Target, Implicit: in.Implicit, Xattrs: []xattrJSON{}, UserMetadata: map[string]string{}}
 	if in.Type == metaapi.TypeFile {
 		out.ETag = etagOf(in)
+	}
+	dir := in.ID
+	if in.Type != metaapi.TypeDir {
+		if parent, _, err := c.parentOf(ctx, p); err == nil {
+			dir = parent.ID
+		}
+	}
+	if sc, err := c.meta().VersionScope(ctx, dir); err == nil && sc.Bucket != 0 {
+		out.Versioning = versioningName(sc.State)
+		if in.Type == metaapi.TypeFile {
+			out.VersionID = in.VersionID
+			if out.VersionID == "" {
+				out.VersionID = metaapi.NullVersion
+			}
+			out.Locked = lockedWhy(in, time.Now())
+		}
 	}
 	names, err := c.meta().ListXattr(ctx, in.ID)
 	if err != nil {
@@ -653,7 +675,12 @@ func (c *Console) handleDownload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	in, err := c.meta().Resolve(ctx, p, true)
+	var in metaapi.Inode
+	if v := r.URL.Query().Get("version"); v != "" {
+		in, err = c.versionInode(ctx, p, v)
+	} else {
+		in, err = c.meta().Resolve(ctx, p, true)
+	}
 	if err != nil {
 		nsError(w, "download "+p, err)
 		return

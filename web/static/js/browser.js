@@ -148,11 +148,67 @@ export function nsPage(root, params) {
       const meta = Object.entries(s.userMetadata);
       item('User metadata', meta.length ? h('div', {}, meta.map(([k, v]) => h('div', { class: 'mono' }, `${k}: ${v}`))) : 'none');
       item('Extended attributes', s.xattrs.length ? h('div', {}, s.xattrs.map(x => h('div', { class: 'mono' }, `${x.name} = ${x.value}` + (x.encoding === 'base64' ? ' (base64)' : '')))) : 'none');
-      replace(details, h('div', { class: 'card' }, h('h2', {}, s.name), h('dl', {}, dl)));
+      const extra = [];
+      const bucket = s.type === 'dir' && s.path.split('/').length === 2;
+      if (bucket) {
+        item('Versioning', s.versioning || 'never enabled');
+        const want = s.versioning === 'Enabled' ? 'Suspended' : 'Enabled';
+        extra.push(h('p', {}, h('button', { class: 'secondary small', dataset: { action: 'versioning' }, onclick: () => setVersioning(s.path, want) },
+          want === 'Enabled' ? 'Enable versioning' : 'Suspend versioning')));
+      } else if (s.versioning) {
+        item('Versioning', s.versioning);
+        if (s.versionId) item('Version', s.versionId);
+      }
+      if (s.locked) item('Object lock', s.locked);
+      if (s.type === 'file' && s.versioning) extra.push(await versionsTable(s.path));
+      replace(details, h('div', { class: 'card' }, h('h2', {}, s.name), h('dl', {}, dl), ...extra));
       details.scrollIntoView({ behavior: 'smooth', block: 'nearest' });
     } catch (err) {
       msg.textContent = err.message;
     }
+  }
+
+  // versionsTable lists a file's versions, newest first, each with a
+  // download and (for an older one) a restore.
+  async function versionsTable(full) {
+    const v = await api.get('/api/fs/versions?' + api.q({ path: full }));
+    const rows = v.versions.map(x => h('tr', { dataset: { version: x.id } },
+      h('td', { class: 'mono' }, x.id),
+      h('td', {}, x.deleteMarker ? 'delete marker' : x.current ? 'current' : 'noncurrent'),
+      h('td', { class: 'num' }, x.deleteMarker ? '' : fmtBytes(x.size)),
+      h('td', {}, fmtTime(x.modified)),
+      h('td', {}, x.locked || ''),
+      h('td', {},
+        x.deleteMarker ? null : h('a', { href: '/api/fs/download?' + api.q({ path: full, version: x.id }), download: full.split('/').pop() },
+          h('button', { class: 'secondary small', type: 'button' }, 'Download')), ' ',
+        x.deleteMarker || x.current ? null : h('button', { class: 'secondary small', dataset: { action: 'restore' }, onclick: () => restoreVersion(full, x.id) }, 'Restore'))));
+    return h('div', {}, h('h3', {}, `Versions (${v.versions.length})`),
+      h('div', { class: 'table-wrap' }, h('table', { class: 'versions' },
+        h('thead', {}, h('tr', {}, ['Version', 'State', 'Size', 'Modified', 'Lock', ''].map(t => h('th', {}, t)))),
+        h('tbody', {}, rows))));
+  }
+
+  async function restoreVersion(full, id) {
+    const ok = await confirmDialog('Restore this version?', `This makes a copy of version ${id} the current ${full}; the current version is kept as an older one.`, 'Restore');
+    if (!ok) return;
+    try {
+      await api.post('/api/fs/versions/restore', { path: full, id });
+      msg.textContent = `Restored ${full} from version ${id}.`;
+      showDetails(full);
+      reload();
+    } catch (err) { msg.textContent = err.message; }
+  }
+
+  async function setVersioning(full, state) {
+    const what = state === 'Enabled'
+      ? `From now on every overwrite and delete in ${full}, through S3 or the mount, keeps the previous version (they take space until deleted). A bucket never returns to unversioned; it can be suspended.`
+      : `New overwrites and deletes in ${full} stop keeping versions (the versions kept so far stay).`;
+    const ok = await confirmDialog(state === 'Enabled' ? 'Enable versioning?' : 'Suspend versioning?', what, state === 'Enabled' ? 'Enable' : 'Suspend');
+    if (!ok) return;
+    try {
+      await api.post('/api/fs/versioning', { path: full, versioning: state });
+      showDetails(full);
+    } catch (err) { msg.textContent = err.message; }
   }
 
   async function mkdir() {
