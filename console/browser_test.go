@@ -590,3 +590,41 @@ func TestBrowserVersions(t *testing.T) {
 	}
 	b.shot("versions")
 }
+
+// TestBrowserTrash: with the trash on, a tree deleted from the console is
+// listed on the Trash page and restored from it, whole.
+func TestBrowserTrash(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium found (install the Debian package chromium): browser tests skipped")
+	}
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 4}, ChunkSize: 1 << 20, TrashDays: 7})
+	r := fsRig(t, c, false)
+	ctx := context.Background()
+	if err := r.fs.MkdirAll(ctx, "/proj/run", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := r.fs.Create(ctx, "/proj/run/result.csv", 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("a,b\n1,2\n"), 0)
+	f.Close()
+	b := newTab(t, r.srv.URL)
+	b.signIn(r.admin)
+	b.goTo("#/ns?path=/proj")
+	b.waitJS("run listed", rowJS("run")+` !== undefined`, 15*time.Second)
+	b.do("delete run", chromedp.Evaluate[chromedp.Void](rowJS("run")+`.querySelector('button[data-action=delete]').click()`),
+		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.waitJS("run gone", rowJS("run")+` === undefined`, 10*time.Second)
+	b.goTo("#/trash")
+	trashRow := `[...document.querySelectorAll('#trash tbody tr')].find(tr => tr.cells[1] && tr.cells[1].textContent === '/proj/run/')`
+	b.waitJS("the tree in the trash", trashRow+` !== undefined && document.getElementById('trash-info').textContent.includes('7 day')`, 15*time.Second)
+	b.do("restore", chromedp.Evaluate[chromedp.Void](trashRow+`.querySelector('button[data-action=restore]').click()`),
+		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.waitJS("restored", `document.getElementById('trash-done').textContent === 'Restored /proj/run.'`, 10*time.Second)
+	in, err := r.fs.Meta().Resolve(ctx, "/proj/run/result.csv", false)
+	if err != nil || in.Length != 8 {
+		t.Fatalf("the restored file: %+v %v", in, err)
+	}
+	b.shot("trash")
+}

@@ -298,6 +298,9 @@ func (c *Console) listSorted(ctx context.Context, w http.ResponseWriter, r *http
 		return less(a, b)
 	})
 	out := listJSON{Path: p, Ino: dir, Entries: all[min(offset, len(all)):min(offset+limit, len(all))], Total: &[]int{len(all)}[0], Offset: offset}
+	if out.Entries == nil {
+		out.Entries = []entryJSON{} // an empty directory lists [], not null
+	}
 	out.More = offset+len(out.Entries) < len(all)
 	writeJSON(w, http.StatusOK, out)
 }

@@ -12,7 +12,7 @@ func (s *Server) trashList(ctx context.Context, _ *metaapi.Empty, _ []byte) (*me
 	if err != nil {
 		return nil, nil, wire(err)
 	}
-	resp := &metaapi.TrashListResp{}
+	resp := &metaapi.TrashListResp{Days: s.ns.TrashDays()}
 	for _, e := range es {
 		resp.Entries = append(resp.Entries, metaapi.TrashEntry{Ino: e.Ino, Path: e.Path, Type: metaapi.Type(e.Type), Length: e.Length,
 			At: e.At.UnixNano(), Trash: e.Trash})

@@ -38,7 +38,7 @@ were; 'restore' moves them back.`,
 				return err
 			}
 			defer done()
-			es, err := fs.Meta().TrashList(ctx)
+			es, _, err := fs.Meta().TrashList(ctx)
 			if err != nil {
 				return err
 			}
@@ -87,7 +87,7 @@ reported and that entry stays in the trash.`,
 			}
 			defer done()
 			m := fs.Meta()
-			es, err := m.TrashList(ctx)
+			es, _, err := m.TrashList(ctx)
 			if err != nil {
 				return err
 			}

@@ -6,13 +6,14 @@ import (
 	"github.com/flyfs/flyfs/core/api/metaapi"
 )
 
-// TrashList returns what the trash holds, oldest first.
-func (m *Meta) TrashList(ctx context.Context) ([]metaapi.TrashEntry, error) {
+// TrashList returns what the trash holds, oldest first, and how many days
+// it keeps entries (0: the trash is off).
+func (m *Meta) TrashList(ctx context.Context) ([]metaapi.TrashEntry, int, error) {
 	resp, err := callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.TrashListResp, error) { return c.TrashList(ctx) })
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return resp.Entries, nil
+	return resp.Entries, resp.Days, nil
 }
 
 // TrashRestore moves the trashed entry of ino back where it was, or into

@@ -59,6 +59,9 @@ type TrashEntry struct {
 	Trash  string // where it is: a path in the trash
 }
 
+// TrashDays is how long the trash keeps entries (0: no trash).
+func (n *Namespace) TrashDays() int { return n.opts.TrashDays }
+
 // trashHour names the hour directory of a removal at ns.
 func trashHour(ns int64) string { return time.Unix(0, ns).UTC().Format("2006-01-02-15") }
 

@@ -31,6 +31,7 @@ type TrashEntry struct {
 // TrashListResp is the trash's content, oldest first.
 type TrashListResp struct {
 	Entries []TrashEntry `cbor:"1,keyasint,omitempty"`
+	Days    int          `cbor:"2,keyasint,omitempty"` // the answering metad's --trash-days (0: off)
 }
 
 // TrashRestoreReq restores the entry of Ino where it was, or into the

@@ -4,11 +4,12 @@ import * as api from './api.js';
 import { replace } from './dom.js';
 import { overviewPage } from './overview.js';
 import { auditPage } from './audit.js';
+import { trashPage } from './trash.js';
 import { chainsPage } from './chains.js';
 import { nsPage } from './browser.js';
 import { keysPage } from './keys.js';
 
-const pages = { overview: overviewPage, chains: chainsPage, ns: nsPage, keys: keysPage, audit: auditPage };
+const pages = { overview: overviewPage, chains: chainsPage, ns: nsPage, keys: keysPage, audit: auditPage, trash: trashPage };
 const $ = (id) => document.getElementById(id);
 let current = null; // { stop() } of the page shown
 let signedIn = false;
