@@ -628,3 +628,32 @@ func TestBrowserTrash(t *testing.T) {
 	}
 	b.shot("trash")
 }
+
+// TestBrowserTasks: an admin collects a removed file now and runs fsck
+// from the Tasks page; both are in the audit trail.
+func TestBrowserTasks(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium found (install the Debian package chromium): browser tests skipped")
+	}
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 4}, ChunkSize: 1 << 20, GCGrace: time.Hour})
+	r := fsRig(t, c, false)
+	ctx := context.Background()
+	f, err := r.fs.Create(ctx, "/old.bin", 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(make([]byte, 2<<20), 0)
+	f.Close()
+	if err := r.fs.Remove(ctx, "/old.bin"); err != nil {
+		t.Fatal(err)
+	}
+	b := newTab(t, r.srv.URL)
+	b.signIn(r.admin)
+	b.goTo("#/tasks")
+	b.do("collect with the grace", chromedp.WaitVisible(chromedp.CSS("#gc-run")), chromedp.Click(chromedp.CSS("#gc-no-grace")), chromedp.Click(chromedp.CSS("#gc-run")),
+		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.waitJS("the collection's result", `document.getElementById('gc-result').textContent.startsWith('Freed 1 file(s), 2.0 MiB')`, 30*time.Second)
+	b.do("fsck", chromedp.Click(chromedp.CSS("#fsck-run")))
+	b.waitJS("fsck's report", `document.getElementById('fsck-result').textContent.includes('clean')`, 30*time.Second)
+	b.shot("tasks")
+}

@@ -210,6 +210,8 @@ func (c *Console) routes() error {
 	c.mux.HandleFunc("POST /api/fs/mkdir", c.authed(true, c.handleMkdir))
 	c.mux.HandleFunc("POST /api/fs/rename", c.authed(true, c.handleRename))
 	c.mux.HandleFunc("POST /api/fs/delete", c.authed(true, c.handleDelete))
+	c.mux.HandleFunc("POST /api/tasks/gc", c.authed(true, c.handleCollect))
+	c.mux.HandleFunc("POST /api/tasks/fsck", c.authed(true, c.handleFsck))
 	c.mux.HandleFunc("GET /api/trash", c.authed(false, c.handleTrash))
 	c.mux.HandleFunc("POST /api/trash/restore", c.authed(true, c.handleTrashRestore))
 	c.mux.HandleFunc("GET /api/fs/versions", c.authed(false, c.handleVersions))

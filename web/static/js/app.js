@@ -5,11 +5,12 @@ import { replace } from './dom.js';
 import { overviewPage } from './overview.js';
 import { auditPage } from './audit.js';
 import { trashPage } from './trash.js';
+import { tasksPage } from './tasks.js';
 import { chainsPage } from './chains.js';
 import { nsPage } from './browser.js';
 import { keysPage } from './keys.js';
 
-const pages = { overview: overviewPage, chains: chainsPage, ns: nsPage, keys: keysPage, audit: auditPage, trash: trashPage };
+const pages = { overview: overviewPage, chains: chainsPage, ns: nsPage, keys: keysPage, audit: auditPage, trash: trashPage, tasks: tasksPage };
 const $ = (id) => document.getElementById(id);
 let current = null; // { stop() } of the page shown
 let signedIn = false;
