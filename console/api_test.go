@@ -553,6 +553,21 @@ func TestKeysAPI(t *testing.T) {
 	if st, _ := b.do("PUT", "/api/keys/FKNONE/buckets", bucketsReq{}, nil); st != http.StatusNotFound {
 		t.Errorf("permissions of a missing key: %d", st)
 	}
+	// Rotation: a new secret, answered once; the old one stops working.
+	var rot KeyInfo
+	b.must("POST", "/api/keys/"+k.AccessKey+"/rotate", nil, &rot)
+	if rot.Secret == "" || rot.Secret == k.Secret || rot.AccessKey != k.AccessKey {
+		t.Fatalf("rotated %+v", rot)
+	}
+	if _, err := r.authenticates(context.Background(), k.AccessKey, k.Secret); err == nil {
+		t.Error("the old secret still authenticates after the rotation")
+	}
+	if _, err := r.authenticates(context.Background(), k.AccessKey, rot.Secret); err != nil {
+		t.Errorf("the new secret: %v", err)
+	}
+	if st, _ := b.do("POST", "/api/keys/FKNONE/rotate", nil, nil); st != http.StatusNotFound {
+		t.Errorf("rotate a missing key: %d", st)
+	}
 	b.must("DELETE", "/api/keys/"+k.AccessKey, nil, nil)
 	if st, _ := b.do("DELETE", "/api/keys/"+k.AccessKey, nil, nil); st != http.StatusNotFound {
 		t.Errorf("revoke twice: %d", st)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/flyfs/flyfs/core/access"
 	"github.com/flyfs/flyfs/e2e/harness"
 )
 
@@ -656,4 +657,36 @@ func TestBrowserTasks(t *testing.T) {
 	b.do("fsck", chromedp.Click(chromedp.CSS("#fsck-run")))
 	b.waitJS("fsck's report", `document.getElementById('fsck-result').textContent.includes('clean')`, 30*time.Second)
 	b.shot("tasks")
+}
+
+// TestBrowserKeyRotation: the keys page rotates a key's secret, shows the
+// new one once, and the old one stops working.
+func TestBrowserKeyRotation(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium found (install the Debian package chromium): browser tests skipped")
+	}
+	c := startFS(t)
+	r := fsRig(t, c, false)
+	ctx := context.Background()
+	k, err := r.fs.Keys().Create(ctx, access.Key{Description: "pipeline", Buckets: map[string]access.Permission{"data": access.Read}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newTab(t, r.srv.URL)
+	b.signIn(r.admin)
+	b.goTo("#/keys")
+	row := `[...document.querySelectorAll('#keys tbody tr')].find(tr => tr.dataset.key === ` + jsString(k.ID) + `)`
+	b.waitJS("the key listed", row+` !== undefined`, 15*time.Second)
+	b.do("rotate", chromedp.Evaluate[chromedp.Void](row+`.querySelector('button[data-action=rotate]').click()`),
+		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.waitJS("the new secret shown", `(() => { const s = document.getElementById('new-secret'); return s && s.textContent.length > 20 && s.textContent !== `+jsString(k.Secret)+`; })()`, 10*time.Second)
+	secret := b.eval(`document.getElementById('new-secret').textContent`)
+	b.do("done", chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.waitJS("the secret gone from the page", `document.getElementById('new-secret') === null`, 10*time.Second)
+	if _, err := r.authenticates(ctx, k.ID, k.Secret); err == nil {
+		t.Error("the old secret still authenticates")
+	}
+	if _, err := r.authenticates(ctx, k.ID, secret); err != nil {
+		t.Errorf("the shown secret: %v", err)
+	}
 }

@@ -225,6 +225,7 @@ func (c *Console) routes() error {
 	c.mux.HandleFunc("GET /api/keys", c.authed(false, c.handleKeysList))
 	c.mux.HandleFunc("POST /api/keys", c.authed(true, c.handleKeysCreate))
 	c.mux.HandleFunc("PUT /api/keys/{key}/buckets", c.authed(true, c.handleKeysBuckets))
+	c.mux.HandleFunc("POST /api/keys/{key}/rotate", c.authed(true, c.handleKeysRotate))
 	c.mux.HandleFunc("DELETE /api/keys/{key}", c.authed(true, c.handleKeysRevoke))
 
 	c.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

@@ -103,3 +103,23 @@ func (c *Console) handleKeysRevoke(w http.ResponseWriter, r *http.Request) {
 	c.auditAction(r, fmt.Sprintf("revoke access key %s", key))
 	writeJSON(w, http.StatusOK, map[string]string{"revoked": key})
 }
+
+// handleKeysRotate gives a key a new secret, answered this once; sessions
+// signed in with the old secret end (the caller's too, if it is its key).
+func (c *Console) handleKeysRotate(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	k, err := c.cfg.FS.Keys().Rotate(r.Context(), key)
+	if errors.Is(err, access.ErrNoSuchKey) {
+		apiError(w, http.StatusNotFound, "not_found", "no such access key")
+		return
+	}
+	if err != nil {
+		apiError(w, http.StatusServiceUnavailable, "keys_unavailable", "rotate key: "+err.Error())
+		return
+	}
+	info := keyInfo(*k)
+	info.Secret = k.Secret
+	c.log.Info("console: access key secret rotated", "key", key, "by", sessionOf(r).who.AccessKey)
+	c.auditAction(r, fmt.Sprintf("rotate the secret of access key %s", key))
+	writeJSON(w, http.StatusOK, info)
+}

@@ -60,6 +60,7 @@ var metadMethods = []rpctest.Method{
 	rpctest.M[metaapi.KeyReq](metaapi.MethodKeyRevoke),
 	rpctest.M[metaapi.KeyGrantsReq](metaapi.MethodKeySetGrants),
 	rpctest.M[metaapi.KeyRootReq](metaapi.MethodKeyEnsureRoot),
+	rpctest.M[metaapi.KeyRotateReq](metaapi.MethodKeyRotate),
 	rpctest.M[metaapi.VersioningReq](metaapi.MethodSetVersioning),
 	rpctest.M[metaapi.VersioningReq](metaapi.MethodGetVersioning),
 	rpctest.M[metaapi.ListVersionsReq](metaapi.MethodListVersions),
@@ -195,6 +196,7 @@ func FuzzMetadHandlers(f *testing.F) {
 	add(metaapi.MethodKeySetGrants, &metaapi.KeyGrantsReq{ID: m.key, Buckets: map[string]access.Permission{"*": access.ReadWrite}})
 	add(metaapi.MethodKeyRevoke, &metaapi.KeyReq{ID: m.key})
 	add(metaapi.MethodKeyEnsureRoot, &metaapi.KeyRootReq{})
+	add(metaapi.MethodKeyRotate, &metaapi.KeyRotateReq{ID: m.key, Secret: "fuzz-secret-that-is-long-enough-1234567890"})
 	add(metaapi.MethodSetVersioning, &metaapi.VersioningReq{Bucket: m.dir, State: metaapi.VersioningEnabled})
 	add(metaapi.MethodGetVersioning, &metaapi.VersioningReq{Bucket: m.dir})
 	add(metaapi.MethodDeleteKey, &metaapi.DeleteKeyReq{ReqID: rid(20), Bucket: m.dir, Key: "f", PruneImplicit: true})

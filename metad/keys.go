@@ -17,7 +17,7 @@ import (
 func (s *Server) serveKeys(cfg Config) error {
 	if cfg.MasterKey == nil {
 		for _, m := range []rpc.Method{metaapi.MethodKeyGet, metaapi.MethodKeyList, metaapi.MethodKeyCreate,
-			metaapi.MethodKeyRevoke, metaapi.MethodKeySetGrants, metaapi.MethodKeyEnsureRoot} {
+			metaapi.MethodKeyRevoke, metaapi.MethodKeySetGrants, metaapi.MethodKeyEnsureRoot, metaapi.MethodKeyRotate} {
 			handle(s, m, func(context.Context, *metaapi.Empty, []byte) (*metaapi.Empty, []byte, error) {
 				return nil, nil, rpc.NewError(rpc.FailedPrecondition, "this metad has no master key, so it keeps no access keys (flyfs metad --master-key-file)")
 			})
@@ -65,6 +65,10 @@ func (s *Server) serveKeys(cfg Config) error {
 			return nil, nil, metaapi.KeyError(err)
 		}
 		return &metaapi.Empty{}, nil, nil
+	})
+	handle(s, metaapi.MethodKeyRotate, func(ctx context.Context, r *metaapi.KeyRotateReq, _ []byte) (*metaapi.KeyResp, []byte, error) {
+		k, err := store.Rotate(ctx, r.ID, r.Secret)
+		return keyResp(k, true, err)
 	})
 	handle(s, metaapi.MethodKeyEnsureRoot, func(ctx context.Context, r *metaapi.KeyRootReq, _ []byte) (*metaapi.KeyResp, []byte, error) {
 		k, created, err := store.EnsureRoot(ctx, r.Given)

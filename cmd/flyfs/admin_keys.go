@@ -117,6 +117,26 @@ Objects the key writes are owned by --uid/--gid.`,
 			})
 		},
 	}
-	cmd.AddCommand(createCmd, listCmd, revokeCmd)
+	rotateCmd := &cobra.Command{
+		Use:   "rotate ACCESS_KEY",
+		Short: "Give an access key a new secret; prints it (the old one stops working within a second)",
+		Long: `Give an access key a new secret key and print it, once. Programs using the old
+secret lose access within a second everywhere in the cluster, and console
+sessions signed in with it end. A root key given by FLYFS_ACCESS_KEY and
+FLYFS_SECRET_KEY takes the environment's secret again when a gateway starts
+with it: change the environment too.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return with(cmd, func(fs *client.FS) error {
+				k, err := fs.Keys().Rotate(cmd.Context(), args[0])
+				if err != nil {
+					return fmt.Errorf("rotate %s: %w", args[0], err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "access key: %s\nsecret key: %s\n", k.ID, k.Secret)
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(createCmd, listCmd, rotateCmd, revokeCmd)
 	return cmd
 }

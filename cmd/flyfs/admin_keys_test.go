@@ -34,6 +34,27 @@ func TestAdminKeys(t *testing.T) {
 	if err != nil || !strings.Contains(out, m[1]) || strings.Contains(out, m[2]) || !strings.Contains(out, "1000:100") {
 		t.Fatalf("list: %v\n%s", err, out)
 	}
+	// Rotate: a new secret printed once; the old one stops working
+	// within a second on another client.
+	out, err = keys("rotate", m[1])
+	rm := regexp.MustCompile(`access key: (\S+)\nsecret key: (\S+)`).FindStringSubmatch(out)
+	if err != nil || rm == nil || rm[1] != m[1] || rm[2] == m[2] {
+		t.Fatalf("rotate: %v\n%s", err, out)
+	}
+	for deadline := time.Now().Add(3 * time.Second); ; {
+		_, err := c.FS().Keys().Authenticate(t.Context(), m[1], m[2])
+		if errors.Is(err, access.ErrNoSuchKey) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the old secret still authenticates 3 s after the rotation: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := c.FS().Keys().Authenticate(t.Context(), m[1], rm[2]); err != nil {
+		t.Fatalf("the new secret: %v", err)
+	}
+	m[2] = rm[2]
 	if out, err = keys("revoke", m[1]); err != nil {
 		t.Fatalf("revoke: %v\n%s", err, out)
 	}

@@ -122,6 +122,19 @@ func (k *Keys) SetGrants(ctx context.Context, id string, buckets map[string]acce
 	return err
 }
 
+// Rotate gives a key a new secret and returns the key with it; the old
+// secret stops working (at once here, within the key cache's TTL on other
+// clients and gateways).
+func (k *Keys) Rotate(ctx context.Context, id string) (*access.Key, error) {
+	req := &metaapi.KeyRotateReq{ID: id, Secret: access.NewSecret()} // drawn here: a retry sets the same one
+	r, err := callMeta(ctx, k.fs, func(c metaapi.Client) (*metaapi.KeyResp, error) { return c.KeyRotate(ctx, req) })
+	k.drop(id)
+	if err != nil {
+		return nil, err
+	}
+	return &r.Key, nil
+}
+
 // EnsureRoot returns the cluster's root key: given (the root credential
 // from the environment) becomes it; without, it is drawn on the first call
 // and kept. created says this call stored it, so the caller prints it once.

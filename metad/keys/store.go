@@ -133,6 +133,28 @@ func (s *Store) Create(ctx context.Context, k access.Key) (*access.Key, error) {
 	return &k, nil
 }
 
+// Rotate gives key id a new secret (drawn by the caller, so a retry after
+// an ambiguous commit sets the same one): the old secret stops working.
+func (s *Store) Rotate(ctx context.Context, id, secret string) (*access.Key, error) {
+	var out *access.Key
+	err := s.db.Run(ctx, func(tx kv.Txn) error {
+		k, err := s.get(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if k == nil {
+			return access.ErrNoSuchKey
+		}
+		k.Secret = secret
+		if err := k.Validate(); err != nil {
+			return err
+		}
+		out = k
+		return s.put(tx, k)
+	})
+	return out, err
+}
+
 func same(a, b *access.Key) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)

@@ -17,6 +17,7 @@ const (
 	MethodKeyRevoke     rpc.Method = 0x0433
 	MethodKeySetGrants  rpc.Method = 0x0434 // replace a key's per-bucket permissions
 	MethodKeyEnsureRoot rpc.Method = 0x0435 // the root key, drawn on first use or given
+	MethodKeyRotate     rpc.Method = 0x0436 // a new secret for a key
 )
 
 // Error codes of the access-key methods.
@@ -34,6 +35,7 @@ func init() {
 	rpc.RegisterMethod(MethodKeyRevoke, "metad.KeyRevoke")
 	rpc.RegisterMethod(MethodKeySetGrants, "metad.KeySetGrants")
 	rpc.RegisterMethod(MethodKeyEnsureRoot, "metad.KeyEnsureRoot")
+	rpc.RegisterMethod(MethodKeyRotate, "metad.KeyRotate")
 	rpc.RegisterCode(CodeNoSuchKey, "NoSuchKey")
 	rpc.RegisterCode(CodeKeyExists, "KeyExists")
 	rpc.RegisterCode(CodeInvalidKey, "InvalidKey")
@@ -134,4 +136,14 @@ func (c Client) KeySetGrants(ctx context.Context, req *KeyGrantsReq) error {
 
 func (c Client) KeyEnsureRoot(ctx context.Context, req *KeyRootReq) (*KeyResp, error) {
 	return keyCall[KeyRootReq, KeyResp](ctx, c, MethodKeyEnsureRoot, req)
+}
+
+// KeyRotateReq gives a key a new secret (drawn by the caller).
+type KeyRotateReq struct {
+	ID     string `cbor:"1,keyasint"`
+	Secret string `cbor:"2,keyasint"`
+}
+
+func (c Client) KeyRotate(ctx context.Context, req *KeyRotateReq) (*KeyResp, error) {
+	return keyCall[KeyRotateReq, KeyResp](ctx, c, MethodKeyRotate, req)
 }

@@ -1,5 +1,5 @@
 // Access keys: list, create (the secret is shown once), per-bucket
-// permissions, revoke.
+// permissions, rotate the secret, revoke.
 import * as api from './api.js';
 import { h, replace, badge, fmtTime, dialog, confirmDialog } from './dom.js';
 
@@ -22,6 +22,7 @@ export function keysPage(root) {
         h('td', {}, permsText(k.buckets)), h('td', {}, fmtTime(k.created)),
         h('td', {},
           h('button', { class: 'secondary small', onclick: () => editPerms(k) }, 'Permissions'), ' ',
+          h('button', { class: 'secondary small', dataset: { action: 'rotate' }, onclick: () => rotate(k) }, 'Rotate secret'), ' ',
           h('button', { class: 'danger small', dataset: { action: 'revoke' }, onclick: () => revoke(k) }, 'Revoke')))));
       if (!r.keys.length) replace(tbody, h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'No keys.')));
     } catch (err) { msg.textContent = err.message; }
@@ -49,6 +50,26 @@ export function keysPage(root) {
     if (!await dialog('Bucket permissions of ' + k.accessKey, [perms.el], { okText: 'Save' })) return;
     try {
       await api.put(`/api/keys/${encodeURIComponent(k.accessKey)}/buckets`, { buckets: perms.value() });
+      load();
+    } catch (err) { msg.textContent = err.message; }
+  }
+
+  async function rotate(k) {
+    const own = r => r && r.accessKey === k.accessKey;
+    let me = null;
+    try { me = await api.get('/api/session'); } catch (_) { /* asked without */ }
+    const what = 'The key gets a new secret key, shown once; programs using the old one lose access within a second, and console sessions signed in with it end' +
+      (own(me) ? ' — yours included: sign in again with the new secret.' : '.') +
+      (k.admin ? ' A root key given by FLYFS_ACCESS_KEY/FLYFS_SECRET_KEY takes the environment\'s secret again when its gateway restarts: change the environment too.' : '');
+    if (!await confirmDialog('Rotate the secret of ' + k.accessKey + '?', what, 'Rotate')) return;
+    try {
+      const n = await api.post(`/api/keys/${encodeURIComponent(k.accessKey)}/rotate`, {});
+      await dialog('Secret rotated', [
+        h('p', {}, 'Copy the new secret key now: it is shown only this once.'),
+        h('div', {}, 'Access key'), h('div', { class: 'secret', id: 'new-access' }, n.accessKey), copyButton(n.accessKey, 'copy-access'),
+        h('div', {}, 'Secret key'), h('div', { class: 'secret', id: 'new-secret' }, n.secret), copyButton(n.secret, 'copy-secret')],
+        { okText: 'Done', noCancel: true });
+      replace(document.getElementById('dialog-body'));
       load();
     } catch (err) { msg.textContent = err.message; }
   }
