@@ -865,3 +865,29 @@ func TestDeleteTreeInVersionedBucket(t *testing.T) {
 		t.Fatalf("versions kept: %v (entries %+v)", kept, res.Entries)
 	}
 }
+
+// TestOverviewGCBytes: the overview tells live bytes from removed files'
+// bytes awaiting GC.
+func TestOverviewGCBytes(t *testing.T) {
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 4}, ChunkSize: 1 << 20, GCGrace: time.Hour})
+	r := fsRig(t, c, false)
+	b := r.browser()
+	b.signIn(r.admin)
+	ctx := context.Background()
+	for _, p := range []string{"/keep", "/gone"} {
+		f, err := r.fs.Create(ctx, p, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteAt(make([]byte, 300_000), 0)
+		f.Close()
+	}
+	if err := r.fs.Remove(ctx, "/gone"); err != nil {
+		t.Fatal(err)
+	}
+	var o overviewJSON
+	b.must("GET", "/api/overview", nil, &o)
+	if o.Namespace == nil || o.Namespace.Bytes != 600_000 || o.Namespace.GCBytes != 300_000 || o.GCQueue == nil || *o.GCQueue != 1 {
+		t.Fatalf("namespace %+v, gc queue %v", o.Namespace, o.GCQueue)
+	}
+}

@@ -163,9 +163,11 @@ type overviewJSON struct {
 }
 
 type namespaceJSON struct {
-	Inodes int64  `json:"inodes"`
-	Bytes  int64  `json:"bytes"`
-	Error  string `json:"error,omitempty"`
+	Inodes int64 `json:"inodes"`
+	Bytes  int64 `json:"bytes"` // every file's length, removed ones awaiting GC included
+	// GCBytes: of Bytes, what removed files awaiting GC hold.
+	GCBytes uint64 `json:"gcBytes"`
+	Error   string `json:"error,omitempty"`
 }
 
 // serviceJSON is a service registered with mgmtd (metad, gateway, console,
@@ -386,7 +388,7 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 		out.Unreported = append(out.Unreported, "registered services (metad, gateways): "+err.Error())
 	}
 	tot, err := c.namespaceTotalsErr(ctx)
-	nj := &namespaceJSON{Inodes: tot.inodes, Bytes: tot.bytes}
+	nj := &namespaceJSON{Inodes: tot.inodes, Bytes: tot.bytes, GCBytes: tot.gcBytes}
 	if err != nil {
 		nj.Error = err.Error()
 		bad("unavailable", "the metadata service does not answer: "+err.Error())

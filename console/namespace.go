@@ -116,6 +116,7 @@ func (c *Console) meta() *client.Meta { return c.cfg.FS.Meta() }
 
 type nsTotals struct {
 	inodes, bytes, gc int64
+	gcBytes           uint64
 }
 
 // namespaceTotals is StatFS for the sampler.
@@ -131,7 +132,7 @@ func (c *Console) namespaceTotalsErr(ctx context.Context) (nsTotals, error) {
 	if err != nil {
 		return nsTotals{}, err
 	}
-	return nsTotals{inodes: st.Inodes, bytes: st.Bytes, gc: st.GCQueue}, nil
+	return nsTotals{inodes: st.Inodes, bytes: st.Bytes, gc: st.GCQueue, gcBytes: st.GCBytes}, nil
 }
 
 func typeName(t metaapi.Type) string {

@@ -369,11 +369,11 @@ func (s *Server) statFS(ctx context.Context, _ *metaapi.Empty, _ []byte) (*metaa
 	if err != nil {
 		return nil, nil, wire(err)
 	}
-	q, err := s.ns.GCQueueLength(ctx)
+	q, qbytes, err := s.ns.GCQueueStats(ctx)
 	if err != nil {
 		return nil, nil, wire(err)
 	}
-	return &metaapi.StatFSResp{Inodes: st.Inodes, Bytes: st.Bytes, GCQueue: int64(q)}, nil, nil
+	return &metaapi.StatFSResp{Inodes: st.Inodes, Bytes: st.Bytes, GCQueue: int64(q), GCBytes: qbytes}, nil, nil
 }
 
 func (s *Server) getXattr(ctx context.Context, r *metaapi.XattrReq, _ []byte) (*metaapi.XattrResp, []byte, error) {

@@ -16,6 +16,9 @@ type gcEntry struct {
 	Type      InodeType `cbor:"2,keyasint,omitempty"`
 	RemovedAt int64     `cbor:"3,keyasint,omitempty"`
 	Claimed   int64     `cbor:"4,keyasint,omitempty"` // handed to a worker at (unix ns); due again after GCClaim
+	// Length is a file's length when it was queued, so the queue can say
+	// how many bytes await GC (entries from before it say 0).
+	Length uint64 `cbor:"5,keyasint,omitempty"`
 }
 
 // Removed is a file that GC reclaimed: its inode is gone and the caller
@@ -38,7 +41,7 @@ func (o *op) queueGC(in *Inode, at int64) {
 	if in.Type == TypeDir {
 		kind = gcDir
 	}
-	o.tx.Set(gcKey(kind, in.ID, at), encode(&gcEntry{Ino: in.ID, Type: in.Type, RemovedAt: at}))
+	o.tx.Set(gcKey(kind, in.ID, at), encode(&gcEntry{Ino: in.ID, Type: in.Type, RemovedAt: at, Length: in.Length}))
 }
 
 // GCBatch processes up to budget due GC queue entries and returns the files it
@@ -265,6 +268,25 @@ func (n *Namespace) GCDone(ctx context.Context, done []Removed) error {
 
 // GCGrace is how long removed files keep their chunks (Options.GCGrace).
 func (n *Namespace) GCGrace() time.Duration { return n.opts.GCGrace }
+
+// GCQueueStats returns how many entries the GC queue holds (due or not)
+// and the bytes of the files among them (a removed tree's files count once
+// GC has detached them).
+func (n *Namespace) GCQueueStats(ctx context.Context) (int, uint64, error) {
+	count, bytes := 0, uint64(0)
+	err := n.view(ctx, func(tx kv.ReadTxn) error {
+		count, bytes = 0, 0
+		return scan(ctx, tx, tagGC, prefixEnd(tagGC), func(_, v []byte) error {
+			count++
+			var e gcEntry
+			if decode(v, &e) == nil {
+				bytes += e.Length
+			}
+			return nil
+		})
+	})
+	return count, bytes, err
+}
 
 // GCQueueLength returns how many entries the GC queue holds (due or not).
 func (n *Namespace) GCQueueLength(ctx context.Context) (int, error) {

@@ -332,3 +332,25 @@ func TestGCClaimSurvivesAWorkerCrash(t *testing.T) {
 	}
 	mustFsck(t, e.db)
 }
+
+// TestGCQueueStats: the queue says how many bytes its files hold.
+func TestGCQueueStats(t *testing.T) {
+	opts := testOpts()
+	opts.GCGrace = time.Hour
+	e := newEnv(t, nil, opts)
+	for _, p := range []string{"/a", "/b"} {
+		c, err := e.create(p, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.ns.Truncate(ctx, c.Inode.ID, 1000); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.unlink(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, bytes, err := e.ns.GCQueueStats(ctx); err != nil || n != 2 || bytes != 2000 {
+		t.Fatalf("GC queue: %d entries, %d bytes, %v; want 2 and 2000", n, bytes, err)
+	}
+}

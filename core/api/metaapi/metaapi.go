@@ -382,6 +382,8 @@ type StatFSResp struct {
 	Inodes  int64 `cbor:"1,keyasint"`
 	Bytes   int64 `cbor:"2,keyasint"`
 	GCQueue int64 `cbor:"3,keyasint,omitempty"` // removed files waiting for GC
+	// GCBytes: the bytes of those files (counted in Bytes until collected).
+	GCBytes uint64 `cbor:"4,keyasint,omitempty"`
 }
 
 // XattrReq names an extended attribute (and, for set, its value).

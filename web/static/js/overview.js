@@ -80,7 +80,9 @@ export function overviewPage(root, params) {
     replace(stats,
       stat('Chains', `${fmtNum(o.chains.total)} total`, `${o.chains.degraded} degraded, ${o.chains.unavailable} unavailable, ${o.chains.syncingTargets} targets syncing`),
       capacityStat(cap),
-      ns ? stat('Namespace', `${fmtNum(ns.inodes)} inodes`, ns.error ? ns.error : `${fmtBytes(ns.bytes)} in files`) : stat('Namespace', '–', 'no metadata client'),
+      ns ? stat('Namespace', `${fmtNum(ns.inodes)} inodes`, ns.error ? ns.error : (ns.gcBytes > 0
+        ? `${fmtBytes(Math.max(ns.bytes - ns.gcBytes, 0))} in live files, ${fmtBytes(ns.gcBytes)} removed and awaiting GC`
+        : `${fmtBytes(ns.bytes)} in files`)) : stat('Namespace', '–', 'no metadata client'),
       stat('GC queue', o.gcQueue === null ? '–' : fmtNum(o.gcQueue), o.gcQueue === null ? 'not reported' : 'removed files awaiting chunk reclaim'),
       stat('Routing version', String(o.routingVersion), o.bootstrapping ? 'primary is bootstrapping' : 'current'));
     const rates = o.rates || [];
