@@ -627,6 +627,18 @@ func TestBrowserTrash(t *testing.T) {
 	if err != nil || in.Length != 8 {
 		t.Fatalf("the restored file: %+v %v", in, err)
 	}
+	// Emptying: everything goes now.
+	if err := r.fs.Remove(ctx, "/proj/run/result.csv"); err != nil {
+		t.Fatal(err)
+	}
+	b.goTo("#/tasks")
+	b.goTo("#/trash")
+	b.waitJS("the file in the trash", `document.querySelectorAll('#trash tbody tr[data-ino]').length === 1`, 15*time.Second)
+	b.do("empty", chromedp.Click(chromedp.CSS("#trash-empty")), chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.waitJS("emptied", `document.getElementById('trash-done').textContent === 'Emptied the trash (1 entries).' && document.querySelectorAll('#trash tbody tr[data-ino]').length === 0`, 10*time.Second)
+	if es, _, err := r.fs.Meta().TrashList(ctx); err != nil || len(es) != 0 {
+		t.Fatalf("trash after emptying: %+v %v", es, err)
+	}
 	b.shot("trash")
 }
 

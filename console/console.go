@@ -214,6 +214,7 @@ func (c *Console) routes() error {
 	c.mux.HandleFunc("POST /api/tasks/fsck", c.authed(true, c.handleFsck))
 	c.mux.HandleFunc("GET /api/trash", c.authed(false, c.handleTrash))
 	c.mux.HandleFunc("POST /api/trash/restore", c.authed(true, c.handleTrashRestore))
+	c.mux.HandleFunc("POST /api/trash/empty", c.authed(true, c.handleTrashEmpty))
 	c.mux.HandleFunc("GET /api/fs/versions", c.authed(false, c.handleVersions))
 	c.mux.HandleFunc("POST /api/fs/versions/restore", c.authed(true, c.handleRestoreVersion))
 	c.mux.HandleFunc("POST /api/fs/versioning", c.authed(true, c.handleSetVersioning))

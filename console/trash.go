@@ -39,6 +39,22 @@ func (c *Console) handleTrash(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+func (c *Console) handleTrashEmpty(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
+	defer cancel()
+	es, _, err := c.meta().TrashList(ctx)
+	if err != nil {
+		nsError(w, "list the trash", err)
+		return
+	}
+	if _, err := c.meta().TrashEmpty(ctx); err != nil {
+		nsError(w, "empty the trash", err)
+		return
+	}
+	c.auditAction(r, "empty the trash")
+	writeJSON(w, http.StatusOK, map[string]int{"entries": len(es)})
+}
+
 type trashRestoreReq struct {
 	Ino uint64 `json:"ino"`
 	To  string `json:"to"` // a directory; "": where it was

@@ -20,6 +20,14 @@ func (s *Server) trashList(ctx context.Context, _ *metaapi.Empty, _ []byte) (*me
 	return resp, nil, nil
 }
 
+func (s *Server) trashEmpty(ctx context.Context, _ *metaapi.Empty, _ []byte) (*metaapi.TrashEmptyResp, []byte, error) {
+	n, err := s.ns.EmptyTrash(ctx)
+	if err != nil {
+		return nil, nil, wire(err)
+	}
+	return &metaapi.TrashEmptyResp{Hours: n}, nil, nil
+}
+
 func (s *Server) trashRestore(ctx context.Context, r *metaapi.TrashRestoreReq, _ []byte) (*metaapi.TrashRestoreResp, []byte, error) {
 	p, err := s.ns.RestoreTrash(ctx, ns.RequestID(r.ReqID), r.Ino, r.ToParent, r.ToName)
 	if err != nil {

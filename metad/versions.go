@@ -19,6 +19,7 @@ func (s *Server) serveVersions() {
 	handle(s, metaapi.MethodSetRetention, s.setRetention)
 	handle(s, metaapi.MethodTrashList, s.trashList)
 	handle(s, metaapi.MethodTrashRestore, s.trashRestore)
+	handle(s, metaapi.MethodTrashEmpty, s.trashEmpty)
 }
 
 func (s *Server) versionScope(ctx context.Context, r *metaapi.InodeReq, _ []byte) (*metaapi.VersionScopeResp, []byte, error) {

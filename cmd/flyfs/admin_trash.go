@@ -153,6 +153,42 @@ reported and that entry stays in the trash.`,
 	}
 	restore.Flags().StringVar(&to, "to", "", "restore into this directory instead of where they were")
 	restore.Flags().StringVar(&under, "path", "", "restore everything removed from this path or below it")
-	cmd.AddCommand(list, restore)
+	var yes bool
+	empty := &cobra.Command{
+		Use:   "empty",
+		Short: "Remove everything in the trash for good now, to free its space (asks first; --yes: does not)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, fs, done, err := o.dial(cmd, nil, o.timeout)
+			if err != nil {
+				return err
+			}
+			defer done()
+			es, _, err := fs.Meta().TrashList(ctx)
+			if err != nil {
+				return err
+			}
+			if !yes {
+				var bytes uint64
+				for _, e := range es {
+					bytes += e.Length
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%d entries (%s in their top files) go for good. Continue? [y/N] ", len(es), adminBytes(bytes))
+				var answer string
+				fmt.Fscanln(cmd.InOrStdin(), &answer)
+				if answer != "y" && answer != "yes" {
+					return fmt.Errorf("nothing removed")
+				}
+			}
+			n, err := fs.Meta().TrashEmpty(ctx)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "emptied the trash: %d entries in %d hour directories go to GC\n", len(es), n)
+			return nil
+		},
+	}
+	empty.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
+	cmd.AddCommand(list, restore, empty)
 	return cmd
 }

@@ -72,6 +72,16 @@ func TestAdminTrash(t *testing.T) {
 	if out := admin("list"); !strings.Contains(out, "The trash is empty.") {
 		t.Fatalf("trash list after the restore:\n%s", out)
 	}
+	// Emptying frees the space now.
+	if err := os.Remove(filepath.Join(mnt, "data/run/ckpt-1")); err != nil {
+		t.Fatal(err)
+	}
+	if out := admin("empty", "--yes"); !strings.Contains(out, "emptied the trash: 1 entries") {
+		t.Fatalf("trash empty:\n%s", out)
+	}
+	if out := admin("list"); !strings.Contains(out, "The trash is empty.") {
+		t.Fatalf("trash list after emptying:\n%s", out)
+	}
 	if r, err := c.FS().Meta().Fsck(ctx); err != nil || len(r.Problems) > 0 {
 		t.Fatalf("fsck: %v %+v", err, r)
 	}

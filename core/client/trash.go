@@ -27,3 +27,13 @@ func (m *Meta) TrashRestore(ctx context.Context, ino, toParent uint64, toName st
 	}
 	return resp.Path, nil
 }
+
+// TrashEmpty removes everything in the trash for good now and returns how
+// many of its hour directories went (their files are collected by GC).
+func (m *Meta) TrashEmpty(ctx context.Context) (int, error) {
+	resp, err := callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.TrashEmptyResp, error) { return c.TrashEmpty(ctx) })
+	if err != nil {
+		return 0, err
+	}
+	return resp.Hours, nil
+}

@@ -385,7 +385,18 @@ func (n *Namespace) PurgeTrash(ctx context.Context, now time.Time) (int, error) 
 	}
 	// Whole hours only: an hour goes when all of it is past the days, and
 	// with it the records of its entries.
-	cutoff := now.Add(-time.Duration(n.opts.TrashDays) * 24 * time.Hour).UTC().Truncate(time.Hour)
+	return n.purgeTrashBefore(ctx, now.Add(-time.Duration(n.opts.TrashDays)*24*time.Hour).UTC().Truncate(time.Hour))
+}
+
+// EmptyTrash removes everything in the trash for good now (an admin
+// freeing space), whatever its age or the trash's days.
+func (n *Namespace) EmptyTrash(ctx context.Context) (int, error) {
+	return n.purgeTrashBefore(ctx, n.opts.Now().Add(2*time.Hour).UTC().Truncate(time.Hour))
+}
+
+// purgeTrashBefore removes the hours that start before cutoff, and the
+// records of the entries removed before it.
+func (n *Namespace) purgeTrashBefore(ctx context.Context, cutoff time.Time) (int, error) {
 	var hours []string
 	err := n.view(ctx, func(tx kv.ReadTxn) error {
 		hours = nil

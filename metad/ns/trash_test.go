@@ -159,6 +159,28 @@ func TestTrash(t *testing.T) {
 	mustFsck(t, e.db)
 }
 
+// TestEmptyTrash: emptying removes every entry now, whatever its age.
+func TestEmptyTrash(t *testing.T) {
+	e, now := newTrashEnv(t, 30)
+	if _, err := e.create("/f", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.unlink("/f"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.ns.EmptyTrash(ctx); err != nil || n != 1 {
+		t.Fatalf("empty: %d %v", n, err)
+	}
+	if l, _ := e.ns.ListTrash(ctx); len(l) != 0 {
+		t.Fatalf("after emptying: %+v", l)
+	}
+	*now = now.Add(time.Second)
+	if gone := drainGC(t, e.ns); len(gone) != 1 {
+		t.Fatalf("collected after emptying: %+v", gone)
+	}
+	mustFsck(t, e.db)
+}
+
 // TestTrashSkips: no trash, a versioned bucket and the root's /.flyfs*
 // directories remove for good (or keep by versions) as without a trash.
 func TestTrashSkips(t *testing.T) {

@@ -10,11 +10,13 @@ import (
 const (
 	MethodTrashList    rpc.Method = 0x0458
 	MethodTrashRestore rpc.Method = 0x0459
+	MethodTrashEmpty   rpc.Method = 0x045a // remove everything in the trash for good, now
 )
 
 func init() {
 	rpc.RegisterMethod(MethodTrashList, "metad.TrashList")
 	rpc.RegisterMethod(MethodTrashRestore, "metad.TrashRestore")
+	rpc.RegisterMethod(MethodTrashEmpty, "metad.TrashEmpty")
 }
 
 // TrashEntry is a trashed file or tree: where it was (Path), where it is
@@ -53,4 +55,13 @@ func (c Client) TrashList(ctx context.Context) (*TrashListResp, error) {
 }
 func (c Client) TrashRestore(ctx context.Context, req *TrashRestoreReq) (*TrashRestoreResp, error) {
 	return call[TrashRestoreReq, TrashRestoreResp](ctx, c, MethodTrashRestore, req)
+}
+
+// TrashEmptyResp says how many of the trash's hour directories went.
+type TrashEmptyResp struct {
+	Hours int `cbor:"1,keyasint,omitempty"`
+}
+
+func (c Client) TrashEmpty(ctx context.Context) (*TrashEmptyResp, error) {
+	return call[Empty, TrashEmptyResp](ctx, c, MethodTrashEmpty, &Empty{})
 }

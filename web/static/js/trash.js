@@ -8,7 +8,8 @@ export function trashPage(root) {
   const info = h('p', { class: 'muted', id: 'trash-info' });
   const done = h('p', { class: 'info', id: 'trash-done', role: 'status' });
   const tbody = h('tbody');
-  root.append(h('h1', {}, 'Trash'), info, msg, done,
+  const emptyBtn = h('button', { class: 'danger', id: 'trash-empty', onclick: empty }, 'Empty trash');
+  root.append(h('h1', {}, 'Trash'), info, h('div', { class: 'toolbar' }, emptyBtn), msg, done,
     h('div', { class: 'table-wrap' }, h('table', { id: 'trash' },
       h('thead', {}, h('tr', {}, ['Removed', 'From', 'Type', 'Size', ''].map(t => h('th', {}, t)))), tbody)));
 
@@ -36,6 +37,16 @@ export function trashPage(root) {
       const r = await api.post('/api/trash/restore', { ino: e.ino, to });
       msg.textContent = '';
       done.textContent = `Restored ${r.restored}.`;
+      load();
+    } catch (err) { msg.textContent = err.message; }
+  }
+
+  async function empty() {
+    if (!await confirmDialog('Empty the trash?', 'Everything in it goes for good now (its space is freed as GC collects it). This cannot be undone.', 'Empty trash')) return;
+    try {
+      const r = await api.post('/api/trash/empty', {});
+      msg.textContent = '';
+      done.textContent = `Emptied the trash (${r.entries} entries).`;
       load();
     } catch (err) { msg.textContent = err.message; }
   }
