@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -701,4 +702,40 @@ func TestBrowserKeyRotation(t *testing.T) {
 	if _, err := r.authenticates(ctx, k.ID, secret); err != nil {
 		t.Errorf("the shown secret: %v", err)
 	}
+}
+
+// TestBrowserPreview: a text file's details show its start as text (markup
+// in it stays text), a PNG's show it as an image, a binary file's none.
+func TestBrowserPreview(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium found (install the Debian package chromium): browser tests skipped")
+	}
+	c := startFS(t)
+	r := fsRig(t, c, false)
+	ctx := context.Background()
+	png, _ := base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+	files := map[string][]byte{"/notes.txt": []byte("hello <b>not bold</b>\nline 2\n"), "/dot.png": png, "/blob.bin": {0x00, 0x01, 0x02, 0x80, 0xff}}
+	for p, data := range files {
+		f, err := r.fs.Create(ctx, p, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteAt(data, 0)
+		f.Close()
+	}
+	b := newTab(t, r.srv.URL)
+	b.signIn(r.admin)
+	b.goTo("#/ns?path=/")
+	open := func(name string) {
+		t.Helper()
+		b.waitJS(name+" listed", rowJS(name)+` !== undefined`, 15*time.Second)
+		b.do("details of "+name, chromedp.Evaluate[chromedp.Void](rowJS(name)+`.querySelector('a').click()`))
+		b.waitJS("details of "+name+" shown", `document.querySelector('#details h2') && document.querySelector('#details h2').textContent === `+jsString(name), 10*time.Second)
+	}
+	open("notes.txt")
+	b.waitJS("the text preview", `(() => { const p = document.getElementById('preview-text'); return p && p.textContent.startsWith('hello <b>not bold</b>') && !document.querySelector('#details b'); })()`, 10*time.Second)
+	open("dot.png")
+	b.waitJS("the image preview", `(() => { const i = document.getElementById('preview-image'); return i && i.src.startsWith('data:image/png;base64,') && i.complete && i.naturalWidth === 1; })()`, 10*time.Second)
+	open("blob.bin")
+	b.waitJS("no preview of a binary file", `document.getElementById('details').textContent.includes('No preview') && !document.getElementById('preview-text') && !document.getElementById('preview-image')`, 10*time.Second)
 }

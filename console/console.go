@@ -215,6 +215,7 @@ func (c *Console) routes() error {
 	c.mux.HandleFunc("GET /api/trash", c.authed(false, c.handleTrash))
 	c.mux.HandleFunc("POST /api/trash/restore", c.authed(true, c.handleTrashRestore))
 	c.mux.HandleFunc("POST /api/trash/empty", c.authed(true, c.handleTrashEmpty))
+	c.mux.HandleFunc("GET /api/fs/preview", c.authed(false, c.handlePreview))
 	c.mux.HandleFunc("GET /api/fs/versions", c.authed(false, c.handleVersions))
 	c.mux.HandleFunc("POST /api/fs/versions/restore", c.authed(true, c.handleRestoreVersion))
 	c.mux.HandleFunc("POST /api/fs/versioning", c.authed(true, c.handleSetVersioning))

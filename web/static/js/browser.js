@@ -160,11 +160,30 @@ export function nsPage(root, params) {
         if (s.versionId) item('Version', s.versionId);
       }
       if (s.locked) item('Object lock', s.locked);
+      if (s.type === 'file' && s.size > 0) extra.push(await preview(s.path));
       if (s.type === 'file' && s.versioning) extra.push(await versionsTable(s.path));
       replace(details, h('div', { class: 'card' }, h('h2', {}, s.name), h('dl', {}, dl), ...extra));
       details.scrollIntoView({ behavior: 'smooth', block: 'nearest' });
     } catch (err) {
       msg.textContent = err.message;
+    }
+  }
+
+  // preview shows the start of a text file, or a small image; the server
+  // decides which from the bytes, and the page only ever shows them as
+  // text or as an image.
+  async function preview(full) {
+    try {
+      const p = await api.get('/api/fs/preview?' + api.q({ path: full }));
+      if (p.kind === 'text') {
+        return h('div', {}, h('h3', {}, 'Preview' + (p.truncated ? ' (the start)' : '')), h('pre', { class: 'preview', id: 'preview-text' }, p.text));
+      }
+      if (p.kind === 'image') {
+        return h('div', {}, h('h3', {}, 'Preview'), h('img', { class: 'preview', id: 'preview-image', alt: full.split('/').pop(), src: p.dataURL }));
+      }
+      return h('p', { class: 'muted' }, `No preview (${p.type}).`);
+    } catch (err) {
+      return h('p', { class: 'muted' }, 'No preview: ' + err.message);
     }
   }
 
