@@ -739,3 +739,41 @@ func TestBrowserPreview(t *testing.T) {
 	open("blob.bin")
 	b.waitJS("no preview of a binary file", `document.getElementById('details').textContent.includes('No preview') && !document.getElementById('preview-text') && !document.getElementById('preview-image')`, 10*time.Second)
 }
+
+// TestBrowserMultiSelect: entries checked on a page are deleted at once,
+// after a confirmation naming them; select-all checks the page.
+func TestBrowserMultiSelect(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium found (install the Debian package chromium): browser tests skipped")
+	}
+	c := startFS(t)
+	r := fsRig(t, c, false)
+	ctx := context.Background()
+	if err := r.fs.MkdirAll(ctx, "/m/sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/m/a", "/m/b", "/m/c", "/m/sub/x"} {
+		f, err := r.fs.Create(ctx, p, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	b := newTab(t, r.srv.URL)
+	b.signIn(r.admin)
+	b.goTo("#/ns?path=/m")
+	b.waitJS("listed", rowJS("a")+` !== undefined && `+rowJS("sub")+` !== undefined`, 15*time.Second)
+	b.do("select a and sub", chromedp.Evaluate[chromedp.Void](rowJS("a")+`.querySelector('input.sel').click(); `+rowJS("sub")+`.querySelector('input.sel').click();`))
+	b.waitJS("the button counts them", `document.getElementById('delete-selected').textContent === 'Delete 2 selected'`, 5*time.Second)
+	b.do("delete selected", chromedp.Click(chromedp.CSS("#delete-selected")), chromedp.WaitVisible(chromedp.CSS("#dialog-ok")))
+	b.waitJS("the confirmation names them", `(() => { const t = document.getElementById('dialog-body').textContent; return t.includes('sub') && t.includes('a') && t.includes('with everything in them'); })()`, 5*time.Second)
+	b.do("confirm", chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.waitJS("a and sub gone, b and c left", rowJS("a")+` === undefined && `+rowJS("sub")+` === undefined && `+rowJS("b")+` !== undefined && `+rowJS("c")+` !== undefined`, 15*time.Second)
+	b.do("select all", chromedp.Click(chromedp.CSS("#select-all")))
+	b.waitJS("select-all checks the page", `document.getElementById('delete-selected').textContent === 'Delete 2 selected'`, 5*time.Second)
+	for _, p := range []string{"/m/a", "/m/sub"} {
+		if in, err := r.fs.Meta().Resolve(ctx, p, false); err == nil {
+			t.Errorf("%s still there: %+v", p, in)
+		}
+	}
+}

@@ -44,14 +44,25 @@ export function nsPage(root, params) {
   const details = h('div', { class: 'details', id: 'details' });
   const fileInput = h('input', { type: 'file', multiple: true, hidden: true, id: 'upload-input' });
   fileInput.addEventListener('change', () => { for (const f of fileInput.files) upload(f); fileInput.value = ''; });
+  // Multi-select: a box per row (in its last cell) and one for the page.
+  const selectAll = h('input', { type: 'checkbox', id: 'select-all', title: 'select every entry of this page' });
+  const delSel = h('button', { class: 'danger', id: 'delete-selected', disabled: true, onclick: () => removeSelected() }, 'Delete selected');
+  const selected = () => [...tbody.querySelectorAll('input.sel:checked')].map(b => b.closest('tr'));
+  const updateSel = () => {
+    const n = selected().length;
+    delSel.disabled = n === 0;
+    delSel.textContent = n ? `Delete ${n} selected` : 'Delete selected';
+  };
+  selectAll.addEventListener('change', () => { tbody.querySelectorAll('input.sel').forEach(b => { b.checked = selectAll.checked; }); updateSel(); });
+  tbody.addEventListener('change', (ev) => { if (ev.target.classList.contains('sel')) updateSel(); });
   const table = h('div', { class: 'table-wrap dropzone', id: 'dropzone' }, h('table', { id: 'listing' },
-    h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Type'), h('th', { class: 'num' }, 'Size'), h('th', {}, 'Mode'), h('th', {}, 'Modified'), h('th', {}, ''))),
+    h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Type'), h('th', { class: 'num' }, 'Size'), h('th', {}, 'Mode'), h('th', {}, 'Modified'), h('th', {}, selectAll))),
     tbody));
   root.append(h('h1', {}, 'Namespace'), crumbs,
     h('div', { class: 'toolbar' },
       h('button', { id: 'mkdir-btn', onclick: mkdir }, 'New directory'),
       h('button', { id: 'upload-btn', class: 'secondary', onclick: () => fileInput.click() }, 'Upload files'), fileInput,
-      h('button', { class: 'secondary', onclick: () => reload() }, 'Refresh'),
+      h('button', { class: 'secondary', onclick: () => reload() }, 'Refresh'), delSel,
       h('span', { class: 'muted' }, 'or drop files on the list'),
       h('span', { class: 'spacer' }), pager),
     h('div', { class: 'toolbar' }, search, sortSel, orderBtn, total),
@@ -81,6 +92,8 @@ export function nsPage(root, params) {
         const pagesAll = Math.max(1, Math.ceil(r.total / PAGE));
         total.textContent = view.q ? `${r.total.toLocaleString()} matching “${view.q}”` : `${r.total.toLocaleString()} entries`;
         replace(tbody, r.entries.map(row));
+        selectAll.checked = false;
+        updateSel();
         if (r.entries.length === 0) replace(tbody, h('tr', {}, h('td', { colspan: 6, class: 'muted' }, view.q ? 'Nothing matches.' : 'This directory is empty.')));
         const controls = (suffix) => [
           h('button', { class: 'secondary small', disabled: view.page <= 1, onclick: () => go({ page: view.page - 1 }) }, '‹ Previous'),
@@ -100,6 +113,8 @@ export function nsPage(root, params) {
       const r = await api.get('/api/fs/list?' + api.q({ path, after, limit: PAGE }));
       msg.textContent = '';
       replace(tbody, r.entries.map(row));
+      selectAll.checked = false;
+      updateSel();
       if (r.entries.length === 0) replace(tbody, h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'This directory is empty.')));
       const controls = (suffix) => [
         h('button', { class: 'secondary small', disabled: pageNo === 0, onclick: () => { pageNo--; reload(); } }, '‹ Previous'),
@@ -124,7 +139,33 @@ export function nsPage(root, params) {
         h('button', { class: 'secondary small', onclick: () => showDetails(full) }, 'Details'), ' ',
         e.type === 'file' ? h('a', { href: '/api/fs/download?' + api.q({ path: full }), download: e.name }, h('button', { class: 'secondary small', type: 'button' }, 'Download')) : null, ' ',
         h('button', { class: 'secondary small', dataset: { action: 'rename' }, onclick: () => rename(full, e) }, 'Rename/move'), ' ',
-        h('button', { class: 'danger small', dataset: { action: 'delete' }, onclick: () => remove(full, e) }, 'Delete')));
+        h('button', { class: 'danger small', dataset: { action: 'delete' }, onclick: () => remove(full, e) }, 'Delete'), ' ',
+        h('input', { type: 'checkbox', class: 'sel', title: 'select ' + e.name, dataset: { type: e.type } })));
+  }
+
+  // removeSelected deletes the checked entries, directories with
+  // everything in them, one after the other, and says what failed.
+  async function removeSelected() {
+    const rows = selected();
+    if (!rows.length) return;
+    const names = rows.map(tr => tr.dataset.name);
+    const dirs = rows.filter(tr => tr.querySelector('input.sel').dataset.type === 'dir').length;
+    const list = names.slice(0, 10).join(', ') + (names.length > 10 ? `, and ${names.length - 10} more` : '');
+    const ok = await confirmDialog(`Delete ${names.length} entries?`,
+      `This deletes ${list} from ${path}` + (dirs ? `; the ${dirs} director${dirs === 1 ? 'y goes' : 'ies go'} with everything in them` : '') + '. This cannot be undone.', 'Delete');
+    if (!ok) return;
+    const failed = [];
+    for (const tr of rows) {
+      const dir = tr.querySelector('input.sel').dataset.type === 'dir';
+      try {
+        await api.post('/api/fs/delete', { path: joinPath(path, tr.dataset.name), recursive: dir });
+      } catch (err) { failed.push(`${tr.dataset.name}: ${err.message}`); }
+    }
+    msg.textContent = failed.length ? `${failed.length} not deleted: ${failed.join('; ')}` : '';
+    selectAll.checked = false;
+    replace(details);
+    reload();
+    updateSel();
   }
 
   async function showDetails(full) {
