@@ -679,23 +679,8 @@ func (c *Console) handleDownload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	var in metaapi.Inode
-	if v := r.URL.Query().Get("version"); v != "" {
-		in, err = c.versionInode(ctx, p, v)
-	} else {
-		in, err = c.meta().Resolve(ctx, p, true)
-	}
-	if err != nil {
-		nsError(w, "download "+p, err)
-		return
-	}
-	if in.Type != metaapi.TypeFile {
-		apiError(w, http.StatusConflict, "is_a_directory", p+" is not a file")
-		return
-	}
-	f, err := c.cfg.FS.OpenInode(ctx, in, nil)
-	if err != nil {
-		nsError(w, "download "+p, err)
+	in, f, ok := c.openForReading(ctx, w, r, p, "download")
+	if !ok {
 		return
 	}
 	defer f.Close()
@@ -704,6 +689,33 @@ func (c *Console) handleDownload(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Disposition", "attachment; filename*=UTF-8''"+url.PathEscape(path.Base(p)))
 	h.Set("ETag", `"`+etagOf(in)+`"`)
 	http.ServeContent(w, r, "", time.Unix(0, in.Mtime), io.NewSectionReader(readerCtx{f, ctx}, 0, int64(f.Size())))
+}
+
+// openForReading opens the file at p, or its version ?version=, for a
+// download or a preview; it answers the request itself (ok false) when
+// that fails.
+func (c *Console) openForReading(ctx context.Context, w http.ResponseWriter, r *http.Request, p, what string) (metaapi.Inode, *client.File, bool) {
+	var in metaapi.Inode
+	var err error
+	if v := r.URL.Query().Get("version"); v != "" {
+		in, err = c.versionInode(ctx, p, v)
+	} else {
+		in, err = c.meta().Resolve(ctx, p, true)
+	}
+	if err != nil {
+		nsError(w, what+" "+p, err)
+		return in, nil, false
+	}
+	if in.Type != metaapi.TypeFile {
+		apiError(w, http.StatusConflict, "is_a_directory", p+" is not a file")
+		return in, nil, false
+	}
+	f, err := c.cfg.FS.OpenInode(ctx, in, nil)
+	if err != nil {
+		nsError(w, what+" "+p, err)
+		return in, nil, false
+	}
+	return in, f, true
 }
 
 // readerCtx reads a file under the request's context, so a client that

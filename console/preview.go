@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/flyfs/flyfs/core/api/metaapi"
 )
 
 // Previews in a file's details: the start of a text file as text, a small
@@ -41,23 +39,8 @@ func (c *Console) handlePreview(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
 	defer cancel()
-	var in metaapi.Inode
-	if v := r.URL.Query().Get("version"); v != "" {
-		in, err = c.versionInode(ctx, p, v)
-	} else {
-		in, err = c.meta().Resolve(ctx, p, true)
-	}
-	if err != nil {
-		nsError(w, "preview "+p, err)
-		return
-	}
-	if in.Type != metaapi.TypeFile {
-		apiError(w, http.StatusConflict, "is_a_directory", p+" is not a file")
-		return
-	}
-	f, err := c.cfg.FS.OpenInode(ctx, in, nil)
-	if err != nil {
-		nsError(w, "preview "+p, err)
+	_, f, ok := c.openForReading(ctx, w, r, p, "preview")
+	if !ok {
 		return
 	}
 	defer f.Close()
