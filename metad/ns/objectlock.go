@@ -78,8 +78,10 @@ type Retention struct {
 
 // SetRetention changes a file's retention or legal hold (rules above).
 func (n *Namespace) SetRetention(ctx context.Context, ino uint64, r Retention) (Inode, error) {
-	if r.SetRetention && (r.Mode > RetainCompliance || (r.Mode == RetainNone) != (r.Until == 0)) {
-		return Inode{}, fail(ErrInvalid, "retention mode %d until %d", r.Mode, r.Until)
+	if r.SetRetention {
+		if err := validRetention(r); err != nil {
+			return Inode{}, err
+		}
 	}
 	var res *Inode
 	err := n.update(ctx, func(o *op) error {
@@ -94,23 +96,16 @@ func (n *Namespace) SetRetention(ctx context.Context, ino uint64, r Retention) (
 			if err := retentionChange(in, r, o.now); err != nil {
 				return err
 			}
-			busy, err := o.hasSessions(in.ID)
-			if err != nil {
+		}
+		if (r.SetRetention && r.Mode != RetainNone) || (r.SetHold && r.LegalHold) {
+			if err := o.notOpenForWriting(in); err != nil {
 				return err
 			}
-			if busy && r.Mode != RetainNone {
-				return fail(ErrBusy, "inode %d is open for writing", in.ID)
-			}
+		}
+		if r.SetRetention {
 			in.RetainMode, in.RetainUntil = r.Mode, r.Until
 		}
 		if r.SetHold {
-			busy, err := o.hasSessions(in.ID)
-			if err != nil {
-				return err
-			}
-			if busy && r.LegalHold {
-				return fail(ErrBusy, "inode %d is open for writing", in.ID)
-			}
 			in.LegalHold = r.LegalHold
 		}
 		in.Ctime = o.now
@@ -127,9 +122,27 @@ func (n *Namespace) SetRetention(ctx context.Context, ino uint64, r Retention) (
 // lockNew puts a file that is taking a key under lock (no write session
 // may be open on it).
 func (o *op) lockNew(in *Inode, r Retention) error {
+	if err := validRetention(r); err != nil {
+		return err
+	}
+	if err := o.notOpenForWriting(in); err != nil {
+		return err
+	}
+	in.RetainMode, in.RetainUntil, in.LegalHold = r.Mode, r.Until, r.LegalHold
+	return nil
+}
+
+// validRetention refuses a mode that is not one, or a mode without a date
+// (or a date without a mode).
+func validRetention(r Retention) error {
 	if r.Mode > RetainCompliance || (r.Mode == RetainNone) != (r.Until == 0) {
 		return fail(ErrInvalid, "retention mode %d until %d", r.Mode, r.Until)
 	}
+	return nil
+}
+
+// notOpenForWriting refuses to lock a file a writer could still change.
+func (o *op) notOpenForWriting(in *Inode) error {
 	busy, err := o.hasSessions(in.ID)
 	if err != nil {
 		return err
@@ -137,7 +150,6 @@ func (o *op) lockNew(in *Inode, r Retention) error {
 	if busy {
 		return fail(ErrBusy, "inode %d is open for writing", in.ID)
 	}
-	in.RetainMode, in.RetainUntil, in.LegalHold = r.Mode, r.Until, r.LegalHold
 	return nil
 }
 
