@@ -194,8 +194,12 @@ func (c *Cluster) RPCOptions(party string) rpc.Options {
 	if c.cfg.Network != nil {
 		o.Dial = c.cfg.Network.Dialer(party)
 	}
+	o.Local = c.local()
 	return o
 }
+
+// local says whether calls within the cluster go in-process (Config.Local).
+func (c *Cluster) local() bool { return c.cfg.Local && c.cfg.Network == nil }
 
 // Config is the configuration the cluster runs with, defaults applied.
 func (c *Cluster) Config() Config { return c.cfg }
@@ -308,7 +312,7 @@ func (c *Cluster) WaitMetads(ctx context.Context, n int) error {
 // metads, when given, bind it to those metadata services instead of the
 // ones mgmtd lists. The caller closes it.
 func (c *Cluster) Dial(ctx context.Context, party string, metads []string) (*client.FS, error) {
-	cfg := client.Config{Mgmtd: c.MgmtdAddrs(), Token: c.cfg.Token, Logger: c.cfg.Logger, Metad: metads}
+	cfg := client.Config{Mgmtd: c.MgmtdAddrs(), Token: c.cfg.Token, Logger: c.cfg.Logger, Metad: metads, Local: c.local()}
 	if party == "client" { // the front ends' shared client
 		cfg.Registerer = c.Registerer("client")
 	}

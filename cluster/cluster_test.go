@@ -49,12 +49,26 @@ func readFile(t *testing.T, fs *client.FS, path string) []byte {
 
 // A cluster keeps its id, its chains and its data across a stop of one
 // storage node and across a restart of the whole cluster on its directory:
-// what `flyfs server` does at every start.
+// what `flyfs server` does at every start. Also with the roles calling each
+// other in-process (Config.Local, as flyfs server runs): the stopped node's
+// server goes, and the restarted one takes the calls.
 func TestRestartKeepsIDChainsAndData(t *testing.T) {
+	for _, local := range []bool{false, true} {
+		name := "tcp"
+		if local {
+			name = "local"
+		}
+		t.Run(name, func(t *testing.T) { restartKeepsIDChainsAndData(t, local) })
+	}
+}
+
+func restartKeepsIDChainsAndData(t *testing.T, local bool) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := Start(ctx, quickConfig(dir))
+	cfg := quickConfig(dir)
+	cfg.Local = local
+	c, err := Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +105,7 @@ func TestRestartKeepsIDChainsAndData(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c, err = Start(ctx, quickConfig(dir))
+	c, err = Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,6 +85,11 @@ type Config struct {
 
 	// Network, when set, carries every connection the roles dial.
 	Network Network
+	// Local has the roles and the clients of Dial and FS call each other
+	// in-process, without sockets (rpc Options.Local), where a call would
+	// otherwise go over loopback TCP to this very process. Without effect
+	// with a Network, whose links must be real to be cut.
+	Local bool
 	// Logger receives every role's log (default: discarded).
 	Logger *slog.Logger
 }

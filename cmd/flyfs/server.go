@@ -146,7 +146,7 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 		EncryptionKey: encKey,
 		MgmtdAddrs:    []string{o.mgmtdAddr}, Nodes: o.disks, Chains: o.chains, Replicas: o.replicas,
 		Metads: 1, MetadAddrs: []string{o.metadAddr}, RPCLimits: o.rpc, GCGrace: graceOption(o.gcGrace), TrashDays: o.trashDays, Logger: log,
-		Metrics: obs.reg})
+		Metrics: obs.reg, Local: true})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting: a clean exit

@@ -32,6 +32,9 @@ type Config struct {
 	Logger              *slog.Logger
 	// Dialer, when set, makes the connections (tests cut links with it).
 	Dialer func(ctx context.Context, addr string) (net.Conn, error)
+	// Local lets the client call services of its own process in-process
+	// (rpc Options.Local; they must have it too).
+	Local bool
 	// Registerer, when set, receives the client's metrics (flyfs_client_*,
 	// and its RPC calls as flyfs_rpc_client_*; docs/metrics.md). Clients of
 	// one process may share it: their figures add up.
@@ -52,7 +55,7 @@ func Dial(ctx context.Context, cfg Config) (*FS, error) {
 	if cfg.RetryFor <= 0 {
 		cfg.RetryFor = 30 * time.Second
 	}
-	rc := rpc.NewClient(rpc.Options{Token: cfg.Token, Logger: cfg.Logger, Dial: cfg.Dialer, Registerer: cfg.Registerer})
+	rc := rpc.NewClient(rpc.Options{Token: cfg.Token, Logger: cfg.Logger, Dial: cfg.Dialer, Registerer: cfg.Registerer, Local: cfg.Local})
 	src, err := NewMgmtdSource(ctx, cfg.Mgmtd, rc, time.Second)
 	if err != nil {
 		rc.Close()

@@ -112,6 +112,12 @@ func (c *Client) roundTrip(ctx context.Context, addr string, method Method, msg,
 	if ctx.Err() != nil {
 		return nil, contextError(ctx, method)
 	}
+	if s := c.localServer(addr); s != nil {
+		if c.closed.Load() {
+			return nil, unavailable(nil, "%s: client closed", method)
+		}
+		return s.callLocal(ctx, c, method, msg, payload, decode)
+	}
 	var lastErr error
 	for range maxAttempts {
 		cc, err := c.conn(ctx, addr, method)

@@ -71,6 +71,11 @@
 // the server a bounded amount of memory and time, and others go on being
 // served. Server.Stats reports the connections and bytes held.
 //
+// In-process calls: a client and a server of one process that both set
+// Options.Local skip the socket for calls to the server's listening address
+// (local.go), with the same answers, errors, limits and metrics; flyfs
+// server, which runs every role in one process, uses it.
+//
 // Retries are the caller's business: only the caller knows whether a method
 // is idempotent. The package moves a call to another connection only when it
 // certainly was not sent.

@@ -40,6 +40,13 @@ type Options struct {
 	// Default 10s.
 	HandshakeTimeout time.Duration
 
+	// Local lets a client call, and a server take calls from, the same
+	// process without a socket (local.go): a client with Local calls a
+	// server of its process that has Local and listens on the address
+	// called in-process, with the same results. flyfs server, which runs
+	// every role in one process, sets it; a cluster of processes gains
+	// nothing from it.
+	Local bool
 	// SocketBuffer, if positive, sets SO_SNDBUF and SO_RCVBUF. Zero leaves
 	// the kernel's autotuning alone, which is usually best.
 	SocketBuffer int

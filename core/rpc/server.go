@@ -48,6 +48,13 @@ type Server struct {
 	listeners map[net.Listener]struct{}
 	conns     map[*serverConn]struct{}
 	connWG    sync.WaitGroup
+
+	// Calls taken in-process (local.go), with their cancels; under mu.
+	localCalls    map[uint64]context.CancelFunc
+	localSeq      uint64
+	localWG       sync.WaitGroup
+	localStop     chan struct{} // closed by Close
+	localStopOnce sync.Once
 }
 
 // NewServer returns a server with no methods; add them with Handle.
@@ -60,6 +67,7 @@ func NewServer(opts Options) *Server {
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*serverConn]struct{}),
 		budget:    budget{max: opts.MaxInflightBytes},
+		localStop: make(chan struct{}),
 	}
 	if lim := opts.Limits; opts.MaxInflightBytes >= 0 && opts.MaxInflightBytes < int64(lim.MaxMessage)+int64(lim.MaxPayload) {
 		s.log.Warn("MaxInflightBytes is below the largest request a client may send; such requests will always be refused",
@@ -103,7 +111,10 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 	s.listeners[l] = struct{}{}
 	s.mu.Unlock()
+	addr := l.Addr().String()
+	s.serveLocal(addr)
 	defer func() {
+		s.unserveLocal(addr)
 		s.mu.Lock()
 		delete(s.listeners, l)
 		s.mu.Unlock()
@@ -210,6 +221,7 @@ func (s *Server) Close() error {
 	for _, sc := range s.stopAccepting() {
 		sc.close(ErrServerClosed)
 	}
+	s.stopLocal()
 	s.connWG.Wait()
 	s.refuseWG.Wait() // at most refuseLinger
 	return nil
@@ -228,6 +240,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		s.connWG.Wait()
+		s.localWG.Wait()
 		close(done)
 	}()
 	select {

@@ -1,0 +1,244 @@
+package rpc
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"runtime/debug"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// The in-process path. When a client and a server live in one process (flyfs
+// server runs every role in one) and both set Options.Local, a call to the
+// server's listening address skips the socket: no frames are written or
+// read, no reader or writer goroutine hands the call on, and a pooled
+// response payload (a chunk read) reaches the caller without a copy. The
+// call keeps the socket path's contract: the request message is encoded and
+// decoded (the handler never shares the caller's structs), the request
+// payload is copied (the caller may reuse it once Call returns, the handler
+// may keep it), the token, method lookup, size limits, deadline, cancellation,
+// panic recovery, metrics and error codes are the same, and a closed server
+// answers Unavailable. The address is what selects it, so a client reaches a
+// server of its own process this way and any other over TCP.
+
+// localServers maps a listening address to the Local server serving on it.
+var localServers sync.Map // string → *Server
+
+// serveLocal makes s reachable in-process at addr until unserveLocal.
+func (s *Server) serveLocal(addr string) {
+	if s.opts.Local {
+		localServers.Store(addr, s)
+	}
+}
+
+func (s *Server) unserveLocal(addr string) {
+	localServers.CompareAndDelete(addr, s)
+}
+
+// localServer returns the Local server of this process at addr, or nil.
+func (c *Client) localServer(addr string) *Server {
+	if !c.opts.Local {
+		return nil
+	}
+	v, ok := localServers.Load(addr)
+	if !ok {
+		return nil
+	}
+	return v.(*Server)
+}
+
+// localResult is what a handler run for a local call produced.
+type localResult struct {
+	msg, payload []byte
+	err          error
+}
+
+// callLocal runs one call on s in this process; see the comment at the top.
+func (s *Server) callLocal(ctx context.Context, c *Client, method Method, msg, payload []byte, decode func([]byte) error) ([]byte, error) {
+	if ctx.Err() != nil {
+		return nil, contextError(ctx, method)
+	}
+	if want := s.opts.Token; want != "" {
+		got, exp := sha256.Sum256([]byte(c.opts.Token)), sha256.Sum256([]byte(want))
+		if subtle.ConstantTimeCompare(got[:], exp[:]) != 1 {
+			reason := "wrong cluster token"
+			if c.opts.Token == "" {
+				reason = "missing cluster token"
+			}
+			return nil, &Error{Code: Unauthenticated, Message: "server refused connection: " + reason}
+		}
+	}
+	if lim := s.opts.Limits; uint64(len(msg)) > uint64(lim.MaxMessage) || uint64(len(payload)) > uint64(lim.MaxPayload) {
+		return nil, Errorf(ResourceExhausted, "%s: request of %d+%d bytes exceeds the server's limits %d+%d",
+			method, len(msg), len(payload), lim.MaxMessage, lim.MaxPayload)
+	}
+	h := s.lookup(method)
+	if h == nil {
+		return nil, wireError(NewError(Unimplemented, "unknown method "+method.String()))
+	}
+	// Held against MaxInflightBytes like a request read off a socket, until
+	// the handler is done with it.
+	charge := int64(len(msg) + len(payload))
+	if ok, used := s.budget.reserve(charge); !ok {
+		return nil, wireError(Errorf(ResourceExhausted,
+			"%s: request of %d bytes refused: the server holds %d bytes of requests in flight, its limit is %d (MaxInflightBytes); retry later",
+			method, charge, used, s.budget.max))
+	}
+	// Decoded here, on the caller's grown stack, for the reason dispatch
+	// decodes on the reader's.
+	req, err := decodeLocal(h, method, msg)
+	if err != nil {
+		s.budget.release(charge)
+		return nil, wireError(err)
+	}
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	if dl, ok := ctx.Deadline(); ok {
+		hctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), dl)
+	}
+	id, ok := s.startLocal(cancel)
+	if !ok {
+		cancel()
+		s.budget.release(charge)
+		return nil, unavailable(ErrServerClosed, "%s: no working connection", method)
+	}
+	var in []byte
+	if payload != nil {
+		if h.borrow {
+			in = PayloadBuffer(len(payload))[:len(payload)]
+		} else {
+			in = make([]byte, len(payload))
+		}
+		copy(in, payload)
+	}
+	done := make(chan localResult, 1)
+	go func() {
+		defer s.localDone(id)
+		defer cancel()
+		var start time.Time
+		if s.metrics != nil {
+			start = time.Now()
+		}
+		msg, out, err := s.invokeLocal(hctx, h, method, req, in)
+		if lim := c.opts.Limits; err == nil && (uint64(len(msg)) > uint64(lim.MaxMessage) || uint64(len(out)) > uint64(lim.MaxPayload)) {
+			err = Errorf(ResourceExhausted, "%s: response of %d+%d bytes exceeds the client's limits %d+%d",
+				method, len(msg), len(out), lim.MaxMessage, lim.MaxPayload)
+			msg, out = nil, nil
+		}
+		if s.metrics != nil {
+			s.metrics.observe(method, CodeOf(err), time.Since(start))
+		}
+		out = handOver(h, in, out)
+		if h.borrow && in != nil && !overlaps(in, out) {
+			ReleasePayload(in)
+		}
+		s.budget.release(charge)
+		done <- localResult{msg, out, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, wireError(r.err)
+		}
+		if err := decode(r.msg); err != nil {
+			return nil, Errorf(Internal, "%s: %v", method, err)
+		}
+		return r.payload, nil
+	case <-ctx.Done():
+		cancel() // the handler goes on with a canceled context, as it would remotely
+		return nil, contextError(ctx, method)
+	case <-s.localStop:
+		// As a closed connection fails its calls: at once, whatever the
+		// handler (canceled by Close) makes of it.
+		return nil, unavailable(ErrServerClosed, "%s: connection closed", method)
+	}
+}
+
+// handOver makes a handler's response payload the caller's: a pooled one is
+// the caller's as it is (nothing else holds it), any other is copied, since
+// the handler may keep reading it while the caller may write it.
+func handOver(h *handler, in, out []byte) []byte {
+	switch {
+	case out == nil || h.pooled:
+		return out
+	case h.borrow && overlaps(in, out):
+		return out // the request's own copy, which nothing else holds
+	}
+	return append([]byte(nil), out...)
+}
+
+// overlaps reports whether b lies in a's backing array.
+func overlaps(a, b []byte) bool {
+	if cap(a) == 0 || cap(b) == 0 {
+		return false
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(a[:cap(a)])))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return p >= lo && p < lo+uintptr(cap(a))
+}
+
+// decodeLocal decodes a request message, a panic of the decoder an error.
+func decodeLocal(h *handler, method Method, msg []byte) (req any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			req, err = nil, Errorf(Internal, "%s: decode request: %v", method, r)
+		}
+	}()
+	return h.decode(msg)
+}
+
+// invokeLocal runs the handler, turning a panic into an Internal error.
+func (s *Server) invokeLocal(ctx context.Context, h *handler, method Method, req any, payload []byte) (resp, out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("handler panicked", "remote", "local", "method", method.String(), "panic", r, "stack", string(debug.Stack()))
+			resp, out, err = nil, nil, Errorf(Internal, "%s: handler panicked: %v", method, r)
+		}
+	}()
+	return h.call(ctx, req, payload)
+}
+
+// wireError is err as the caller of a remote call would see it: the code and
+// text that travel, decoded the way the client decodes them.
+func wireError(err error) error {
+	code, text := toWire(err)
+	return decodeError(code, encodeError(text))
+}
+
+// startLocal counts a local call in, unless the server is closed; Close
+// cancels the calls counted in and waits for them.
+func (s *Server) startLocal(cancel context.CancelFunc) (uint64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, false
+	}
+	if s.localCalls == nil {
+		s.localCalls = make(map[uint64]context.CancelFunc)
+	}
+	s.localSeq++
+	s.localCalls[s.localSeq] = cancel
+	s.localWG.Add(1)
+	return s.localSeq, true
+}
+
+func (s *Server) localDone(id uint64) {
+	s.mu.Lock()
+	delete(s.localCalls, id)
+	s.mu.Unlock()
+	s.localWG.Done()
+}
+
+// stopLocal cancels the running local calls and waits for them.
+func (s *Server) stopLocal() {
+	s.mu.Lock()
+	calls := s.localCalls
+	s.localCalls = nil
+	s.mu.Unlock()
+	s.localStopOnce.Do(func() { close(s.localStop) })
+	for _, cancel := range calls {
+		cancel()
+	}
+	s.localWG.Wait()
+}
