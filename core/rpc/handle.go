@@ -27,6 +27,10 @@ type handler struct {
 	pooled bool // the response payload came from PayloadBuffer: pool it once written
 	decode func(msg []byte) (any, error)
 	call   func(ctx context.Context, req any, payload []byte) (respMsg, respPayload []byte, err error)
+	// run and encode are call in two: the handler, and the encoding of its
+	// response, which an in-process call does on the caller's stack.
+	run    func(ctx context.Context, req any, payload []byte) (resp any, respPayload []byte, err error)
+	encode func(resp any) ([]byte, error)
 }
 
 // HandleOption adjusts how a method is served.
@@ -62,17 +66,31 @@ func Handle[Req, Resp any](s *Server, method Method, fn HandlerFunc[Req, Resp], 
 			}
 			return req, nil
 		},
-		call: func(ctx context.Context, req any, payload []byte) ([]byte, []byte, error) {
+		run: func(ctx context.Context, req any, payload []byte) (any, []byte, error) {
 			resp, out, err := fn(ctx, req.(*Req), payload)
 			if err != nil {
 				return nil, nil, err
 			}
-			b, err := marshal(resp)
-			if err != nil {
-				return nil, nil, Errorf(Internal, "%s: encode response: %v", method, err)
-			}
-			return b, out, nil
+			return resp, out, nil
 		},
+		encode: func(resp any) ([]byte, error) {
+			b, err := marshal(resp.(*Resp))
+			if err != nil {
+				return nil, Errorf(Internal, "%s: encode response: %v", method, err)
+			}
+			return b, nil
+		},
+	}
+	h.call = func(ctx context.Context, req any, payload []byte) ([]byte, []byte, error) {
+		resp, out, err := h.run(ctx, req, payload)
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := h.encode(resp)
+		if err != nil {
+			return nil, nil, err
+		}
+		return b, out, nil
 	}
 	for _, o := range opts {
 		o(h)

@@ -51,8 +51,9 @@ func (c *Client) localServer(addr string) *Server {
 
 // localResult is what a handler run for a local call produced.
 type localResult struct {
-	msg, payload []byte
-	err          error
+	resp    any
+	payload []byte
+	err     error
 }
 
 // callLocal runs one call on s in this process; see the comment at the top.
@@ -120,11 +121,14 @@ func (s *Server) callLocal(ctx context.Context, c *Client, method Method, msg, p
 		if s.metrics != nil {
 			start = time.Now()
 		}
-		msg, out, err := s.invokeLocal(hctx, h, method, req, in)
-		if lim := c.opts.Limits; err == nil && (uint64(len(msg)) > uint64(lim.MaxMessage) || uint64(len(out)) > uint64(lim.MaxPayload)) {
+		resp, out, err := s.invokeLocal(hctx, h, method, req, in)
+		if lim := c.opts.Limits; err == nil && uint64(len(out)) > uint64(lim.MaxPayload) {
+			// Refused here, so the server's metrics count it as over TCP;
+			// the message is encoded only to say its size.
+			msg, _ := encodeLocal(h, method, resp)
 			err = Errorf(ResourceExhausted, "%s: response of %d+%d bytes exceeds the client's limits %d+%d",
 				method, len(msg), len(out), lim.MaxMessage, lim.MaxPayload)
-			msg, out = nil, nil
+			resp, out = nil, nil
 		}
 		if s.metrics != nil {
 			s.metrics.observe(method, CodeOf(err), time.Since(start))
@@ -134,14 +138,23 @@ func (s *Server) callLocal(ctx context.Context, c *Client, method Method, msg, p
 			ReleasePayload(in)
 		}
 		s.budget.release(charge)
-		done <- localResult{msg, out, err}
+		done <- localResult{resp, out, err}
 	}()
 	select {
 	case r := <-done:
 		if r.err != nil {
 			return nil, wireError(r.err)
 		}
-		if err := decode(r.msg); err != nil {
+		// Encoded here, on the caller's stack, like the request.
+		msg, err := encodeLocal(h, method, r.resp)
+		if err != nil {
+			return nil, wireError(err)
+		}
+		if lim := c.opts.Limits; uint64(len(msg)) > uint64(lim.MaxMessage) || uint64(len(r.payload)) > uint64(lim.MaxPayload) {
+			return nil, wireError(Errorf(ResourceExhausted, "%s: response of %d+%d bytes exceeds the client's limits %d+%d",
+				method, len(msg), len(r.payload), lim.MaxMessage, lim.MaxPayload))
+		}
+		if err := decode(msg); err != nil {
 			return nil, Errorf(Internal, "%s: %v", method, err)
 		}
 		return r.payload, nil
@@ -188,15 +201,25 @@ func decodeLocal(h *handler, method Method, msg []byte) (req any, err error) {
 	return h.decode(msg)
 }
 
+// encodeLocal encodes a response message, a panic of the encoder an error.
+func encodeLocal(h *handler, method Method, resp any) (msg []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg, err = nil, Errorf(Internal, "%s: encode response: %v", method, r)
+		}
+	}()
+	return h.encode(resp)
+}
+
 // invokeLocal runs the handler, turning a panic into an Internal error.
-func (s *Server) invokeLocal(ctx context.Context, h *handler, method Method, req any, payload []byte) (resp, out []byte, err error) {
+func (s *Server) invokeLocal(ctx context.Context, h *handler, method Method, req any, payload []byte) (resp any, out []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("handler panicked", "remote", "local", "method", method.String(), "panic", r, "stack", string(debug.Stack()))
 			resp, out, err = nil, nil, Errorf(Internal, "%s: handler panicked: %v", method, r)
 		}
 	}()
-	return h.call(ctx, req, payload)
+	return h.run(ctx, req, payload)
 }
 
 // wireError is err as the caller of a remote call would see it: the code and

@@ -273,3 +273,20 @@ func TestLocalInflightBudget(t *testing.T) {
 		}
 	}
 }
+
+func TestLocalResponseOverClientLimits(t *testing.T) {
+	lim := rpc.Options{Limits: rpc.Limits{MaxMessage: 4096, MaxPayload: 1024}}
+	ts, local, _ := localServer(t, rpc.Options{}, lim)
+	tcp := newClient(t, lim)
+	_, _, wantErr := callEcho(context.Background(), tcp, ts.addr, "big answer", make([]byte, 1000))
+	_, _, gotErr := callEcho(context.Background(), local, ts.addr, "big answer", make([]byte, 1000))
+	if wantErr != nil || gotErr != nil {
+		t.Fatalf("an answer within the limits: tcp %v, local %v", wantErr, gotErr)
+	}
+	// The request fits the server's limits; echoed, it exceeds the client's.
+	_, _, wantErr = callEcho(context.Background(), tcp, ts.addr, "big answer", make([]byte, 2000))
+	_, _, gotErr = callEcho(context.Background(), local, ts.addr, "big answer", make([]byte, 2000))
+	if !errors.Is(gotErr, rpc.ErrResourceExhausted) || wantErr == nil || gotErr.Error() != wantErr.Error() {
+		t.Fatalf("an answer over the client's limits: local %v, tcp %v", gotErr, wantErr)
+	}
+}
