@@ -7,6 +7,8 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/flyfs/flyfs/core/rpc"
 )
 
 // The file read path: a read is cut into per-chunk pieces; large pieces go
@@ -93,7 +95,7 @@ func (f *File) readJobs(ctx context.Context, jobs []readJob) error {
 	if len(jobs) == 1 {
 		return runBounded(ctx, cio.Window(), 1, func(ctx context.Context, _ int) error {
 			data, err := cio.Read(ctx, jobs[0].io, false)
-			return fillPiece(jobs[0].dst, data, err)
+			return fillOnce(jobs[0].dst, data, err)
 		})
 	}
 	units := planReads(jobs)
@@ -102,7 +104,7 @@ func (f *File) readJobs(ctx context.Context, jobs []readJob) error {
 		if len(idx) == 1 {
 			j := jobs[idx[0]]
 			data, err := cio.Read(ctx, j.io, false)
-			return fillPiece(j.dst, data, err)
+			return fillOnce(j.dst, data, err)
 		}
 		ios := make([]ReadIO, len(idx))
 		for k, i := range idx {
@@ -129,6 +131,15 @@ func fillPiece(dst, data []byte, err error) error {
 	c := copy(dst, data)
 	clear(dst[c:])
 	return nil
+}
+
+// fillOnce is fillPiece for data nothing else holds (a Read's answer), which
+// then goes back to the RPC buffer pool: the next read of a large piece
+// reuses its memory instead of having fresh pages zeroed and faulted in.
+func fillOnce(dst, data []byte, err error) error {
+	err = fillPiece(dst, data, err)
+	rpc.ReleasePayload(data)
+	return err
 }
 
 // ReadReq is one range of a ReadV: Buf is filled from file offset Off.
