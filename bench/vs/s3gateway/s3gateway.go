@@ -95,7 +95,8 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (rows []Row, err error) {
 	fmt.Fprintf(w, "flyfs bench s3: %d clients, %d x %d MiB objects, 4 KiB ops for %v, no-sync=%v, %d storage node(s)\n",
 		cfg.Clients, cfg.BigObjects, cfg.BigBytes>>20, cfg.SmallFor, cfg.NoSync, cfg.Nodes)
 	c, err := cluster.Start(ctx, cluster.Config{Dir: filepath.Join(dir, "cluster"), NoSync: cfg.NoSync,
-		Nodes: cfg.Nodes, Replicas: 1, Chains: 8, Metads: 1, ChunkSize: 4 << 20, Stripe: 8})
+		Nodes: cfg.Nodes, Replicas: 1, Chains: 8, Metads: 1, ChunkSize: 4 << 20, Stripe: 8,
+		Local: true}) // the roles and the front end in one process, as flyfs server runs them
 	if err != nil {
 		return nil, err
 	}
