@@ -23,12 +23,13 @@ func TestRunSmall(t *testing.T) {
 	skipWithoutFuse(t)
 	t.Setenv("AWS_CA_BUNDLE", "")
 	var out strings.Builder
-	rows, err := Run(context.Background(), Config{Size: 32 << 20, Duration: 300 * time.Millisecond, Creates: 160, NoSync: true}, &out)
+	rows, err := Run(context.Background(), Config{Size: 32 << 20, Duration: 300 * time.Millisecond, Creates: 160, SmallFiles: 50, NoSync: true}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Log("\n" + out.String())
-	if len(rows) != 4 {
+	// 2 sequential, 3 buffered reads, 5 small-file steps, native, creates.
+	if len(rows) != 12 {
 		t.Fatalf("%d rows", len(rows))
 	}
 	for _, r := range rows {
