@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -776,4 +777,39 @@ func TestBrowserMultiSelect(t *testing.T) {
 			t.Errorf("%s still there: %+v", p, in)
 		}
 	}
+}
+
+// TestBrowserClients: the Clients page lists the registered clients with
+// their open files, and a file open for writing by the path it was created
+// under, until it is closed.
+func TestBrowserClients(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium found (install the Debian package chromium): browser tests skipped")
+	}
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 4}, ChunkSize: 1 << 20})
+	r := fsRig(t, c, false)
+	ctx := context.Background()
+	if err := r.fs.MkdirAll(ctx, "/proj/logs", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := r.fs.Create(ctx, "/proj/logs/train.log", 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("step 1 loss 0.9\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	me := strconv.FormatUint(r.fs.ClientID(), 16)
+	b := newTab(t, r.srv.URL)
+	b.signIn(r.admin)
+	b.goTo("#/clients")
+	openRow := `[...document.querySelectorAll('#sessions tbody tr[data-ino]')].find(tr => tr.cells[0].textContent === '/proj/logs/train.log')`
+	b.waitJS("the open file listed", openRow+` !== undefined && `+openRow+`.cells[2].textContent === '`+me+`'`, 15*time.Second)
+	clientRow := `document.querySelector('#clients tbody tr[data-client="` + me + `"]')`
+	b.waitJS("its client with one open file", clientRow+` !== null && `+clientRow+`.cells[1].textContent === 'alive' && `+clientRow+`.cells[3].textContent === '1'`, 15*time.Second)
+	b.shot("clients")
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b.waitJS("closed: no longer listed", `document.querySelectorAll('#sessions tbody tr[data-ino]').length === 0 && `+clientRow+`.cells[3].textContent === '0'`, 15*time.Second)
 }

@@ -213,6 +213,7 @@ func (c *Console) routes() error {
 	c.mux.HandleFunc("POST /api/tasks/gc", c.authed(true, c.handleCollect))
 	c.mux.HandleFunc("POST /api/tasks/fsck", c.authed(true, c.handleFsck))
 	c.mux.HandleFunc("GET /api/trash", c.authed(false, c.handleTrash))
+	c.mux.HandleFunc("GET /api/sessions", c.authed(false, c.handleSessions))
 	c.mux.HandleFunc("POST /api/trash/restore", c.authed(true, c.handleTrashRestore))
 	c.mux.HandleFunc("POST /api/trash/empty", c.authed(true, c.handleTrashEmpty))
 	c.mux.HandleFunc("GET /api/fs/preview", c.authed(false, c.handlePreview))

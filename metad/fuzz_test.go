@@ -72,6 +72,7 @@ var metadMethods = []rpctest.Method{
 	rpctest.M[metaapi.Empty](metaapi.MethodTrashList),
 	rpctest.M[metaapi.TrashRestoreReq](metaapi.MethodTrashRestore),
 	rpctest.M[metaapi.Empty](metaapi.MethodTrashEmpty),
+	rpctest.M[metaapi.ListSessionsReq](metaapi.MethodListSessions),
 }
 
 func methodIndex(m rpc.Method) uint8 {
@@ -206,6 +207,7 @@ func FuzzMetadHandlers(f *testing.F) {
 	add(metaapi.MethodVersionScope, &metaapi.InodeReq{Ino: m.dir})
 	add(metaapi.MethodTrashList, &metaapi.Empty{})
 	add(metaapi.MethodTrashEmpty, &metaapi.Empty{})
+	add(metaapi.MethodListSessions, &metaapi.ListSessionsReq{Limit: 2})
 	add(metaapi.MethodTrashRestore, &metaapi.TrashRestoreReq{ReqID: rid(22), Ino: m.file, ToParent: m.dir, ToName: "back"})
 	add(metaapi.MethodSetRetention, &metaapi.RetentionReq{Ino: m.file, SetRetention: true, Mode: metaapi.RetainGovernance, Until: 1 << 62, SetHold: true, LegalHold: true})
 	add(metaapi.MethodDeleteVersion, &metaapi.DeleteVersionReq{ReqID: rid(21), Bucket: m.dir, Key: "a/b/f", ID: "null", PruneImplicit: true})

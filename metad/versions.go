@@ -20,6 +20,7 @@ func (s *Server) serveVersions() {
 	handle(s, metaapi.MethodTrashList, s.trashList)
 	handle(s, metaapi.MethodTrashRestore, s.trashRestore)
 	handle(s, metaapi.MethodTrashEmpty, s.trashEmpty)
+	handle(s, metaapi.MethodListSessions, s.listSessions)
 }
 
 func (s *Server) versionScope(ctx context.Context, r *metaapi.InodeReq, _ []byte) (*metaapi.VersionScopeResp, []byte, error) {

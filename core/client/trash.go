@@ -37,3 +37,16 @@ func (m *Meta) TrashEmpty(ctx context.Context) (int, error) {
 	}
 	return resp.Hours, nil
 }
+
+// ListSessions returns up to limit of the namespace's write sessions (the
+// files open for writing, by client; 0: metad's default) and whether there
+// are more.
+func (m *Meta) ListSessions(ctx context.Context, limit int) ([]metaapi.OpenFile, bool, error) {
+	resp, err := callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.ListSessionsResp, error) {
+		return c.ListSessions(ctx, &metaapi.ListSessionsReq{Limit: limit})
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return resp.Sessions, resp.More, nil
+}

@@ -106,7 +106,7 @@ func (n *Namespace) Create(ctx context.Context, req CreateRequest) (CreateResult
 			if err := o.changeable(in); err != nil {
 				return err
 			}
-			s, err := o.openSession(in, sid, req.Client)
+			s, err := o.openSession(in, sid, req.Client, req.Parent, req.Name)
 			if err != nil {
 				return err
 			}

@@ -3,7 +3,10 @@ package ns
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/flyfs/flyfs/core/kv"
@@ -30,11 +33,16 @@ type Session struct {
 	ID     SessionID `cbor:"2,keyasint,omitempty"`
 	Client ClientID  `cbor:"3,keyasint,omitempty"`
 	Opened int64     `cbor:"4,keyasint,omitempty"` // unix ns
+	// Dir and Name are where a create opened it (none for an open by
+	// inode): what a listing of the sessions names the file by.
+	Dir  uint64 `cbor:"5,keyasint,omitempty"`
+	Name string `cbor:"6,keyasint,omitempty"`
 }
 
 // openSession stores a write session on in, or returns the one an earlier
-// attempt stored (the id is fixed per call).
-func (o *op) openSession(in *Inode, id SessionID, client ClientID) (*Session, error) {
+// attempt stored (the id is fixed per call); dir and name are where a create
+// made or found the file (0 and "" for an open by inode).
+func (o *op) openSession(in *Inode, id SessionID, client ClientID, dir uint64, name string) (*Session, error) {
 	key := sessionKey(in.ID, id)
 	v, found, err := o.tx.Get(o.ctx, key)
 	if err != nil {
@@ -44,7 +52,7 @@ func (o *op) openSession(in *Inode, id SessionID, client ClientID) (*Session, er
 	if found {
 		return s, decode(v, s)
 	}
-	*s = Session{Ino: in.ID, ID: id, Client: client, Opened: o.now}
+	*s = Session{Ino: in.ID, ID: id, Client: client, Opened: o.now, Dir: dir, Name: name}
 	o.tx.Set(key, encode(s))
 	return s, nil
 }
@@ -111,7 +119,7 @@ func (n *Namespace) Open(ctx context.Context, ino uint64, flags int, client Clie
 			o.putInode(in)
 		}
 		if write {
-			if res.Session, err = o.openSession(in, sid, client); err != nil {
+			if res.Session, err = o.openSession(in, sid, client, 0, ""); err != nil {
 				return err
 			}
 		}
@@ -198,6 +206,73 @@ func (n *Namespace) Sessions(ctx context.Context, ino uint64) ([]Session, error)
 		})
 	})
 	return out, err
+}
+
+// OpenFile is a write session as a listing shows it: the file's length now,
+// and the path it was created under (empty for an open by inode, or when
+// its directory is gone).
+type OpenFile struct {
+	Session
+	Path   string
+	Length uint64
+}
+
+// ListSessions returns up to limit write sessions of the whole namespace, in
+// inode order, and whether there are more.
+func (n *Namespace) ListSessions(ctx context.Context, limit int) ([]OpenFile, bool, error) {
+	var out []OpenFile
+	var more bool
+	err := n.view(ctx, func(tx kv.ReadTxn) error {
+		out, more = nil, false
+		errFull := errors.New("full")
+		err := scan(ctx, tx, tagSession, prefixEnd(tagSession), func(_, v []byte) error {
+			if len(out) == limit {
+				more = true
+				return errFull
+			}
+			var f OpenFile
+			if err := decode(v, &f.Session); err != nil {
+				return err
+			}
+			if in, err := getInode(ctx, tx, f.Ino, true); err == nil {
+				f.Length = in.Length
+			}
+			if f.Name != "" {
+				if dir, ok := dirPath(ctx, tx, f.Dir); ok {
+					f.Path = strings.TrimSuffix(dir, "/") + "/" + f.Name
+				}
+			}
+			out = append(out, f)
+			return nil
+		})
+		if errors.Is(err, errFull) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("ns: list sessions: %w", err)
+	}
+	return out, more, nil
+}
+
+// dirPath is the path of directory dir from its Parent and Name links, or
+// false when a link is broken (a removed directory) or too deep.
+func dirPath(ctx context.Context, tx kv.ReadTxn, dir uint64) (string, bool) {
+	var names []string
+	for cur, depth := dir, 0; cur != RootID; depth++ {
+		if depth > maxBucketDepth {
+			return "", false
+		}
+		in, err := getInode(ctx, tx, cur, true)
+		if err != nil || in.Type != TypeDir || in.Nlink == 0 {
+			return "", false
+		}
+		names = append(names, in.Name)
+		cur = in.Parent
+	}
+	slices.Reverse(names)
+	return "/" + strings.Join(names, "/"), true
 }
 
 // ReapSessions closes (without a length report) every session whose client is

@@ -9,8 +9,9 @@ import { tasksPage } from './tasks.js';
 import { chainsPage } from './chains.js';
 import { nsPage } from './browser.js';
 import { keysPage } from './keys.js';
+import { clientsPage } from './clients.js';
 
-const pages = { overview: overviewPage, chains: chainsPage, ns: nsPage, keys: keysPage, audit: auditPage, trash: trashPage, tasks: tasksPage };
+const pages = { overview: overviewPage, chains: chainsPage, ns: nsPage, keys: keysPage, audit: auditPage, trash: trashPage, tasks: tasksPage, clients: clientsPage };
 const $ = (id) => document.getElementById(id);
 let current = null; // { stop() } of the page shown
 let signedIn = false;
