@@ -665,9 +665,11 @@ func TestBrowserTasks(t *testing.T) {
 	b := newTab(t, r.srv.URL)
 	b.signIn(r.admin)
 	b.goTo("#/tasks")
+	b.waitJS("the queue: one file in its grace period", `document.getElementById('gc-queue').textContent === '1 removed file(s) or tree(s) queued, 2.0 MiB: 0 due now (0 B), the rest within their grace period of 60 min.'`, 15*time.Second)
 	b.do("collect with the grace", chromedp.WaitVisible(chromedp.CSS("#gc-run")), chromedp.Click(chromedp.CSS("#gc-no-grace")), chromedp.Click(chromedp.CSS("#gc-run")),
 		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
 	b.waitJS("the collection's result", `document.getElementById('gc-result').textContent.startsWith('Freed 1 file(s), 2.0 MiB')`, 30*time.Second)
+	b.waitJS("the queue empty", `document.getElementById('gc-queue').textContent === 'The GC queue is empty.'`, 15*time.Second)
 	b.do("fsck", chromedp.Click(chromedp.CSS("#fsck-run")))
 	b.waitJS("fsck's report", `document.getElementById('fsck-result').textContent.includes('clean')`, 30*time.Second)
 	b.shot("tasks")

@@ -211,6 +211,7 @@ func (c *Console) routes() error {
 	c.mux.HandleFunc("POST /api/fs/rename", c.authed(true, c.handleRename))
 	c.mux.HandleFunc("POST /api/fs/delete", c.authed(true, c.handleDelete))
 	c.mux.HandleFunc("POST /api/tasks/gc", c.authed(true, c.handleCollect))
+	c.mux.HandleFunc("GET /api/tasks/gc", c.authed(false, c.handleGCQueue))
 	c.mux.HandleFunc("POST /api/tasks/fsck", c.authed(true, c.handleFsck))
 	c.mux.HandleFunc("GET /api/trash", c.authed(false, c.handleTrash))
 	c.mux.HandleFunc("GET /api/sessions", c.authed(false, c.handleSessions))

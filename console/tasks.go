@@ -63,3 +63,24 @@ func (c *Console) handleFsck(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+// gcQueueJSON is what the GC queue holds: every entry, and those past
+// their grace period (the next collection's).
+type gcQueueJSON struct {
+	Entries      int64  `json:"entries"`
+	Bytes        uint64 `json:"bytes"`
+	Due          int64  `json:"due"`
+	DueBytes     uint64 `json:"dueBytes"`
+	GraceSeconds int64  `json:"graceSeconds"`
+}
+
+func (c *Console) handleGCQueue(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	st, err := c.meta().StatFS(ctx)
+	if err != nil {
+		nsError(w, "read the GC queue", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, gcQueueJSON{Entries: st.GCQueue, Bytes: st.GCBytes, Due: st.GCDue, DueBytes: st.GCDueBytes, GraceSeconds: st.GCGraceSec})
+}

@@ -369,11 +369,12 @@ func (s *Server) statFS(ctx context.Context, _ *metaapi.Empty, _ []byte) (*metaa
 	if err != nil {
 		return nil, nil, wire(err)
 	}
-	q, qbytes, err := s.ns.GCQueueStats(ctx)
+	q, err := s.ns.GCQueue(ctx)
 	if err != nil {
 		return nil, nil, wire(err)
 	}
-	return &metaapi.StatFSResp{Inodes: st.Inodes, Bytes: st.Bytes, GCQueue: int64(q), GCBytes: qbytes}, nil, nil
+	return &metaapi.StatFSResp{Inodes: st.Inodes, Bytes: st.Bytes, GCQueue: int64(q.Entries), GCBytes: q.Bytes,
+		GCDue: int64(q.Due), GCDueBytes: q.DueBytes, GCGraceSec: int64(s.ns.GCGrace() / time.Second)}, nil, nil
 }
 
 func (s *Server) getXattr(ctx context.Context, r *metaapi.XattrReq, _ []byte) (*metaapi.XattrResp, []byte, error) {

@@ -273,19 +273,38 @@ func (n *Namespace) GCGrace() time.Duration { return n.opts.GCGrace }
 // and the bytes of the files among them (a removed tree's files count once
 // GC has detached them).
 func (n *Namespace) GCQueueStats(ctx context.Context) (int, uint64, error) {
-	count, bytes := 0, uint64(0)
+	q, err := n.GCQueue(ctx)
+	return q.Entries, q.Bytes, err
+}
+
+// GCQueueSummary is what the GC queue holds: every entry, and those past
+// their grace period (Options.GCGrace), which the next collection takes.
+type GCQueueSummary struct {
+	Entries, Due    int
+	Bytes, DueBytes uint64
+}
+
+// GCQueue sums up the GC queue.
+func (n *Namespace) GCQueue(ctx context.Context) (GCQueueSummary, error) {
+	var q GCQueueSummary
 	err := n.view(ctx, func(tx kv.ReadTxn) error {
-		count, bytes = 0, 0
+		q = GCQueueSummary{}
+		dueBefore := time.Now().Add(-n.opts.GCGrace).UnixNano()
 		return scan(ctx, tx, tagGC, prefixEnd(tagGC), func(_, v []byte) error {
-			count++
+			q.Entries++
 			var e gcEntry
-			if decode(v, &e) == nil {
-				bytes += e.Length
+			if decode(v, &e) != nil {
+				return nil
+			}
+			q.Bytes += e.Length
+			if n.opts.GCGrace <= 0 || e.RemovedAt <= dueBefore {
+				q.Due++
+				q.DueBytes += e.Length
 			}
 			return nil
 		})
 	})
-	return count, bytes, err
+	return q, err
 }
 
 // GCQueueLength returns how many entries the GC queue holds (due or not).

@@ -353,4 +353,12 @@ func TestGCQueueStats(t *testing.T) {
 	if n, bytes, err := e.ns.GCQueueStats(ctx); err != nil || n != 2 || bytes != 2000 {
 		t.Fatalf("GC queue: %d entries, %d bytes, %v; want 2 and 2000", n, bytes, err)
 	}
+	// Within the hour's grace nothing is due; without a grace all is.
+	if q, err := e.ns.GCQueue(ctx); err != nil || q != (GCQueueSummary{Entries: 2, Bytes: 2000}) {
+		t.Fatalf("GC queue in the grace period: %+v, %v", q, err)
+	}
+	opts.GCGrace = -1
+	if q, err := e.another(opts).GCQueue(ctx); err != nil || q != (GCQueueSummary{Entries: 2, Bytes: 2000, Due: 2, DueBytes: 2000}) {
+		t.Fatalf("GC queue without a grace period: %+v, %v", q, err)
+	}
 }

@@ -384,6 +384,12 @@ type StatFSResp struct {
 	GCQueue int64 `cbor:"3,keyasint,omitempty"` // removed files waiting for GC
 	// GCBytes: the bytes of those files (counted in Bytes until collected).
 	GCBytes uint64 `cbor:"4,keyasint,omitempty"`
+	// GCDue and GCDueBytes: of those, the ones past their grace period,
+	// which the next collection takes; GCGraceSec is the answering metad's
+	// grace period (--gc-grace) in seconds.
+	GCDue      int64  `cbor:"5,keyasint,omitempty"`
+	GCDueBytes uint64 `cbor:"6,keyasint,omitempty"`
+	GCGraceSec int64  `cbor:"7,keyasint,omitempty"`
 }
 
 // XattrReq names an extended attribute (and, for set, its value).
