@@ -269,14 +269,6 @@ func (n *Namespace) GCDone(ctx context.Context, done []Removed) error {
 // GCGrace is how long removed files keep their chunks (Options.GCGrace).
 func (n *Namespace) GCGrace() time.Duration { return n.opts.GCGrace }
 
-// GCQueueStats returns how many entries the GC queue holds (due or not)
-// and the bytes of the files among them (a removed tree's files count once
-// GC has detached them).
-func (n *Namespace) GCQueueStats(ctx context.Context) (int, uint64, error) {
-	q, err := n.GCQueue(ctx)
-	return q.Entries, q.Bytes, err
-}
-
 // GCQueueSummary is what the GC queue holds: every entry, and those past
 // their grace period (Options.GCGrace), which the next collection takes.
 type GCQueueSummary struct {

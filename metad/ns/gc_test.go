@@ -333,7 +333,8 @@ func TestGCClaimSurvivesAWorkerCrash(t *testing.T) {
 	mustFsck(t, e.db)
 }
 
-// TestGCQueueStats: the queue says how many bytes its files hold.
+// TestGCQueueStats: the queue says how many bytes its files hold, and how
+// many of them are due.
 func TestGCQueueStats(t *testing.T) {
 	opts := testOpts()
 	opts.GCGrace = time.Hour
@@ -349,9 +350,6 @@ func TestGCQueueStats(t *testing.T) {
 		if err := e.unlink(p); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if n, bytes, err := e.ns.GCQueueStats(ctx); err != nil || n != 2 || bytes != 2000 {
-		t.Fatalf("GC queue: %d entries, %d bytes, %v; want 2 and 2000", n, bytes, err)
 	}
 	// Within the hour's grace nothing is due; without a grace all is.
 	if q, err := e.ns.GCQueue(ctx); err != nil || q != (GCQueueSummary{Entries: 2, Bytes: 2000}) {
