@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/storaged/craq"
@@ -61,9 +62,22 @@ func (s *Server) readOne(rio storageapi.ReadIO, relaxed bool, buf []byte) (int, 
 	if uint64(rio.Offset)+uint64(rio.Length) > 1<<32 {
 		return 0, 0, rpc.Errorf(rpc.OutOfRange, "read of %d at %d", rio.Length, rio.Offset)
 	}
+	if len(rio.Base) > layout.MaxLayers {
+		return 0, 0, rpc.Errorf(rpc.InvalidArgument, "read of chunk %v through %d layers (at most %d)", rio.Key.Chunk, len(rio.Base), layout.MaxLayers)
+	}
 	// The handle pins the version it was taken at: copy-on-write keeps that
 	// block intact until Release, so data and versions below always agree.
-	h, err := t.eng.Get(t.key(rio.Key.Chunk))
+	chunk := rio.Key.Chunk
+	h, err := t.eng.Get(t.key(chunk))
+	visible := uint32(1<<32 - 1)
+	for _, b := range rio.Base {
+		if !errors.Is(err, engine.ErrNotFound) {
+			break
+		}
+		// The file does not own the chunk yet: its bytes are a layer's.
+		chunk, visible = b.Chunk, b.Len
+		h, err = t.eng.Get(t.key(chunk))
+	}
 	if errors.Is(err, engine.ErrNotFound) {
 		return 0, 0, rpc.Errorf(rpc.NotFound, "chunk %v not on chain %d", rio.Key.Chunk, t.chain)
 	}
@@ -72,16 +86,17 @@ func (s *Server) readOne(rio storageapi.ReadIO, relaxed bool, buf []byte) (int, 
 	}
 	defer h.Release()
 	m := h.Meta()
+	m.Len = min(m.Len, visible)
 	switch craq.Read(craq.Local{Exists: true, CommitVer: m.CommitVer, UpdateVer: m.UpdateVer}, relaxed) {
 	case craq.ReadNotCommitted:
-		return 0, 0, rpc.Errorf(storageapi.CodeNotCommitted, "chunk %v has pending version %d over %d", rio.Key.Chunk, m.UpdateVer, m.CommitVer)
+		return 0, 0, rpc.Errorf(storageapi.CodeNotCommitted, "chunk %v has pending version %d over %d", chunk, m.UpdateVer, m.CommitVer)
 	}
 	if rio.Offset >= m.Len {
 		return 0, m.CommitVer, nil
 	}
-	n, err := h.ReadAt(buf, int64(rio.Offset))
+	n, err := h.ReadAt(buf[:min(uint32(len(buf)), m.Len-rio.Offset)], int64(rio.Offset))
 	if err != nil && !errors.Is(err, io.EOF) {
-		s.noteCorrupt(t, rio.Key.Chunk, err) // the client reads another replica; this one gets repaired
+		s.noteCorrupt(t, chunk, err) // the client reads another replica; this one gets repaired
 		return 0, 0, err
 	}
 	return n, m.CommitVer, nil

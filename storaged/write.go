@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/storaged/craq"
@@ -128,6 +129,9 @@ func checkUpdate(req *storageapi.WriteReq, data []byte) error {
 	default:
 		return rpc.Errorf(rpc.InvalidArgument, "unknown update kind %d", req.Kind)
 	}
+	if len(req.Base) > layout.MaxLayers {
+		return rpc.Errorf(rpc.InvalidArgument, "update of chunk %v through %d layers (at most %d)", req.Key.Chunk, len(req.Base), layout.MaxLayers)
+	}
 	if req.ChunkSize == 0 && req.Kind != storageapi.KindRemove {
 		return rpc.Errorf(rpc.InvalidArgument, "chunk size 0")
 	}
@@ -234,6 +238,18 @@ func (s *Server) updateHeld(_ context.Context, t *target, req *storageapi.WriteR
 	l, meta, err := local(t.eng, k)
 	if err != nil {
 		return nil, false, err
+	}
+	if !req.Forwarded && !l.Exists && len(req.Base) > 0 {
+		// The file's first change of a chunk it shares: it becomes its own,
+		// the layer's bytes with the change on top, replaced whole on every
+		// replica (they need not know the layer).
+		cow, content, err := s.ownFromLayer(t, req, data)
+		if err != nil {
+			return nil, false, err
+		}
+		if cow != nil {
+			req, data = cow, content
+		}
 	}
 	var d craq.Decision
 	if req.Forwarded {
@@ -400,4 +416,43 @@ func chainHasRoom(chain *routing.Chain) error {
 		}
 	}
 	return nil
+}
+
+// ownFromLayer turns a write or truncate of a chunk the file does not own
+// into a whole-chunk replace: the first of req.Base that exists here, cut to
+// the bytes the file sees, with the update applied. With no layer chunk here
+// (the layers hold nothing there) it returns nil: the update runs as sent.
+func (s *Server) ownFromLayer(t *target, req *storageapi.WriteReq, data []byte) (*storageapi.WriteReq, []byte, error) {
+	if req.Kind != storageapi.KindWrite && req.Kind != storageapi.KindTruncate {
+		return nil, nil, nil
+	}
+	for _, b := range req.Base {
+		content, err := readWhole(t.eng, t.key(b.Chunk))
+		if errors.Is(err, engine.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			s.noteCorrupt(t, b.Chunk, err)
+			return nil, nil, err
+		}
+		content = content[:min(uint32(len(content)), b.Len)]
+		switch req.Kind {
+		case storageapi.KindWrite:
+			if end := int(req.Offset) + len(data); end > len(content) {
+				content = append(content, make([]byte, end-len(content))...)
+			}
+			copy(content[req.Offset:], data)
+		case storageapi.KindTruncate:
+			if int(req.Length) <= len(content) {
+				content = content[:req.Length]
+			} else {
+				content = append(content, make([]byte, int(req.Length)-len(content))...)
+			}
+		}
+		cow := *req
+		cow.Kind, cow.Offset, cow.Length, cow.Base = storageapi.KindReplace, 0, 0, nil
+		cow.Checksum = crc32.Checksum(content, castagnoli)
+		return &cow, content, nil
+	}
+	return nil, nil, nil
 }

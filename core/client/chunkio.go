@@ -98,6 +98,9 @@ type Update struct {
 	Data      []byte
 	Length    uint32 // KindTruncate
 	ChunkSize uint32
+	// Base: the layers the file shares this chunk with, while it does not
+	// own it (core/layout's shared data).
+	Base []layout.LayerChunk
 }
 
 // Write writes data at offset of a chunk and returns the chunk's committed
@@ -113,7 +116,7 @@ func (c *ChunkIO) Update(ctx context.Context, u Update) (storageapi.ChunkMeta, e
 	defer c.release(ch)
 	ch.seq++
 	req := &storageapi.WriteReq{Kind: u.Kind, Offset: u.Offset, Length: u.Length, ChunkSize: u.ChunkSize,
-		Checksum: crc32.Checksum(u.Data, castagnoli), Tag: storageapi.Tag{Client: c.clientID, Channel: ch.id, Seq: ch.seq}}
+		Checksum: crc32.Checksum(u.Data, castagnoli), Tag: storageapi.Tag{Client: c.clientID, Channel: ch.id, Seq: ch.seq}, Base: u.Base}
 	var meta storageapi.ChunkMeta
 	err := c.retry(ctx, func(info *routing.Info) error {
 		chain, ok := info.Chain(u.Chain)
@@ -212,12 +215,14 @@ func (c *ChunkIO) SetWindow(w *Window) {
 // SetHedging replaces the hedging policy (its learnt latencies start over).
 func (c *ChunkIO) SetHedging(cfg HedgeConfig) { c.hedge.Store(newHedger(cfg)) }
 
-// ReadIO is one range to read.
+// ReadIO is one range to read; Base lists the layer chunks that hold its
+// bytes while the file does not own the chunk.
 type ReadIO struct {
 	Chain  routing.ChainID
 	Chunk  layout.ChunkID
 	Offset uint32
 	Length uint32
+	Base   []layout.LayerChunk
 }
 
 // ReadResult is one IO's outcome in a BatchRead.
@@ -247,7 +252,7 @@ func (c *ChunkIO) Read(ctx context.Context, io ReadIO, relaxed bool) ([]byte, er
 			return rpc.Errorf(rpc.Unavailable, "chain %d has no serving target", io.Chain)
 		}
 		p := plannedIO{replicas: replicas, pick: int(c.rr.Add(1) % uint64(len(replicas))),
-			wire: storageapi.ReadIO{Key: storageapi.Key{Chain: uint32(io.Chain), ChainVer: chain.Version, Chunk: io.Chunk}, Offset: io.Offset, Length: io.Length}}
+			wire: storageapi.ReadIO{Key: storageapi.Key{Chain: uint32(io.Chain), ChainVer: chain.Version, Chunk: io.Chunk}, Offset: io.Offset, Length: io.Length, Base: io.Base}}
 		res, err := c.readGroup(ctx, info, []plannedIO{p}, relaxed)
 		if err != nil {
 			return err
@@ -516,7 +521,7 @@ func (c *ChunkIO) BatchRead(ctx context.Context, ios []ReadIO, relaxed bool) []R
 			continue
 		}
 		planned[i] = plannedIO{replicas: cp.replicas, pick: cp.pick,
-			wire: storageapi.ReadIO{Key: storageapi.Key{Chain: uint32(io.Chain), ChainVer: cp.ver, Chunk: io.Chunk}, Offset: io.Offset, Length: io.Length}}
+			wire: storageapi.ReadIO{Key: storageapi.Key{Chain: uint32(io.Chain), ChainVer: cp.ver, Chunk: io.Chunk}, Offset: io.Offset, Length: io.Length, Base: io.Base}}
 		node := cp.replicas[cp.pick].Node
 		g, ok := groupOf[node]
 		if !ok || groupBytes[node]+int(io.Length) > maxBatchBytes {

@@ -70,6 +70,12 @@ type WriteReq struct {
 	// chain's head and return its answer: the way in for a client that
 	// reaches the chain but not its head.
 	Relay bool `cbor:"13,keyasint,omitempty"`
+
+	// Base is where a client's write or truncate of a chunk the file does
+	// not own yet takes the chunk's bytes from (its layers, in order; see
+	// core/layout's shared data): the head copies the first that exists and
+	// sends the result down the chain as a whole-chunk replace.
+	Base []layout.LayerChunk `cbor:"14,keyasint,omitempty"`
 }
 
 // ChunkMeta is a chunk's state on one replica.
@@ -88,11 +94,13 @@ type WriteResp struct {
 	Meta ChunkMeta `cbor:"1,keyasint"`
 }
 
-// ReadIO is one range of one chunk.
+// ReadIO is one range of one chunk. Base lists the layer chunks to read
+// instead, in order, while the chunk itself does not exist.
 type ReadIO struct {
-	Key    Key    `cbor:"1,keyasint"`
-	Offset uint32 `cbor:"2,keyasint"`
-	Length uint32 `cbor:"3,keyasint"`
+	Key    Key                 `cbor:"1,keyasint"`
+	Offset uint32              `cbor:"2,keyasint"`
+	Length uint32              `cbor:"3,keyasint"`
+	Base   []layout.LayerChunk `cbor:"4,keyasint,omitempty"`
 }
 
 // BatchReadReq reads many ranges in one call. Relaxed returns a chunk's
