@@ -73,6 +73,7 @@ var metadMethods = []rpctest.Method{
 	rpctest.M[metaapi.TrashRestoreReq](metaapi.MethodTrashRestore),
 	rpctest.M[metaapi.Empty](metaapi.MethodTrashEmpty),
 	rpctest.M[metaapi.ListSessionsReq](metaapi.MethodListSessions),
+	rpctest.M[metaapi.CloneReq](metaapi.MethodClone),
 }
 
 func methodIndex(m rpc.Method) uint8 {
@@ -208,6 +209,7 @@ func FuzzMetadHandlers(f *testing.F) {
 	add(metaapi.MethodTrashList, &metaapi.Empty{})
 	add(metaapi.MethodTrashEmpty, &metaapi.Empty{})
 	add(metaapi.MethodListSessions, &metaapi.ListSessionsReq{Limit: 2})
+	add(metaapi.MethodClone, &metaapi.CloneReq{ReqID: rid(23), Src: m.file, Parent: m.dir, Name: "clone", Mode: 0o644})
 	add(metaapi.MethodTrashRestore, &metaapi.TrashRestoreReq{ReqID: rid(22), Ino: m.file, ToParent: m.dir, ToName: "back"})
 	add(metaapi.MethodSetRetention, &metaapi.RetentionReq{Ino: m.file, SetRetention: true, Mode: metaapi.RetainGovernance, Until: 1 << 62, SetHold: true, LegalHold: true})
 	add(metaapi.MethodDeleteVersion, &metaapi.DeleteVersionReq{ReqID: rid(21), Bucket: m.dir, Key: "a/b/f", ID: "null", PruneImplicit: true})

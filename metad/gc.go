@@ -103,7 +103,7 @@ func (s *Server) reclaim(ctx context.Context, r ns.Removed) error {
 	if err != nil {
 		return err
 	}
-	begin, end := layout.InodeChunks(r.Ino)
+	begin, end := layout.InodeChunks(r.DataID())
 	for _, c := range chains {
 		if err := s.removeRange(ctx, c, begin, end); err != nil {
 			return fmt.Errorf("chain %d: %w", c, err)

@@ -202,7 +202,8 @@ func toWire(in ns.Inode) metaapi.Inode {
 		Atime: in.Atime, Mtime: in.Mtime, Ctime: in.Ctime, Nlink: in.Nlink, Length: in.Length,
 		TruncateVer: in.TruncateVer, Layout: in.Layout, Target: in.Target, Gen: in.Gen, Implicit: in.Implicit, StripeHint: in.StripeHint,
 		Rdev: in.Rdev, VersionID: in.VersionID, Versions: in.Versions,
-		RetainUntil: in.RetainUntil, RetainMode: metaapi.RetainMode(in.RetainMode), LegalHold: in.LegalHold}
+		RetainUntil: in.RetainUntil, RetainMode: metaapi.RetainMode(in.RetainMode), LegalHold: in.LegalHold,
+		Data: in.Data, Layers: in.Layers}
 }
 
 func inodeResp(in ns.Inode, err error) (*metaapi.InodeResp, []byte, error) {
@@ -276,6 +277,11 @@ func (s *Server) mknod(ctx context.Context, r *metaapi.MknodReq, _ []byte) (*met
 
 func (s *Server) link(ctx context.Context, r *metaapi.LinkReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
 	return inodeResp(s.ns.Link(ctx, ns.LinkRequest{ReqID: ns.RequestID(r.ReqID), Ino: r.Ino, NewParent: r.NewParent, NewName: r.NewName}))
+}
+
+func (s *Server) clone(ctx context.Context, r *metaapi.CloneReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
+	return inodeResp(s.ns.Clone(ctx, ns.CloneRequest{ReqID: ns.RequestID(r.ReqID), Src: r.Src, Parent: r.Parent, Name: r.Name,
+		Preserve: r.Preserve, Mode: r.Mode, UID: r.UID, GID: r.GID}))
 }
 
 func (s *Server) readDir(ctx context.Context, r *metaapi.ReadDirReq, _ []byte) (*metaapi.ReadDirResp, []byte, error) {

@@ -95,7 +95,7 @@ func (s *Server) storageLengthOnce(ctx context.Context, in ns.Inode, info *routi
 	if err != nil {
 		return 0, err
 	}
-	begin, end := layout.InodeChunks(in.ID)
+	begin, end := layout.InodeChunks(in.DataID())
 	var (
 		mu    sync.Mutex
 		max   uint64

@@ -21,6 +21,7 @@ func (s *Server) serveVersions() {
 	handle(s, metaapi.MethodTrashRestore, s.trashRestore)
 	handle(s, metaapi.MethodTrashEmpty, s.trashEmpty)
 	handle(s, metaapi.MethodListSessions, s.listSessions)
+	handle(s, metaapi.MethodClone, s.clone)
 }
 
 func (s *Server) versionScope(ctx context.Context, r *metaapi.InodeReq, _ []byte) (*metaapi.VersionScopeResp, []byte, error) {

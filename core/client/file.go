@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/metaapi"
+	"github.com/flyfs/flyfs/core/api/storageapi"
 	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
 )
@@ -124,7 +125,9 @@ func (f *File) writeAt(ctx context.Context, p []byte, off int64) (int, error) {
 	done := f.fs.changing(f.inode.ID)
 	err := f.forPieces(ctx, uint64(off), uint64(len(p)), func(ctx context.Context, pc layout.Piece, chain routing.ChainID) error {
 		data := p[pc.OffsetInBuffer : pc.OffsetInBuffer+uint64(pc.Length)]
-		_, err := f.fs.chunks.Write(ctx, chain, l.ChunkID(f.inode.ID, uint64(off)+pc.OffsetInBuffer), pc.OffsetInChunk, data, l.ChunkSize)
+		_, err := f.fs.chunks.Update(ctx, Update{Chain: chain, Chunk: layout.MakeChunkID(f.inode.DataID(), pc.ChunkIndex),
+			Kind: storageapi.KindWrite, Offset: pc.OffsetInChunk, Data: data, ChunkSize: l.ChunkSize,
+			Base: layout.LayerChunks(f.inode.Layers, pc.ChunkIndex, l.ChunkSize)})
 		return err
 	})
 	done() // landed or maybe landed: cached blocks of the file are stale

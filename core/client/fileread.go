@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/rpc"
 )
 
@@ -38,8 +39,8 @@ func (f *File) readJobsFor(p []byte, off uint64) ([]readJob, error) {
 	jobs := make([]readJob, len(pieces))
 	for i, pc := range pieces {
 		jobs[i] = readJob{
-			io: ReadIO{Chain: f.chains[pc.ChunkIndex%uint64(len(f.chains))], Chunk: l.ChunkID(f.inode.ID, off+pc.OffsetInBuffer),
-				Offset: pc.OffsetInChunk, Length: pc.Length},
+			io: ReadIO{Chain: f.chains[pc.ChunkIndex%uint64(len(f.chains))], Chunk: layout.MakeChunkID(f.inode.DataID(), pc.ChunkIndex),
+				Offset: pc.OffsetInChunk, Length: pc.Length, Base: layout.LayerChunks(f.inode.Layers, pc.ChunkIndex, l.ChunkSize)},
 			dst: p[pc.OffsetInBuffer : pc.OffsetInBuffer+uint64(pc.Length)],
 		}
 	}

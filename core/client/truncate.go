@@ -14,7 +14,8 @@ import (
 // new end falls in is cut to it, and every later chunk is removed on every
 // chain of the file. metad changed the length first, so readers never see
 // the stale bytes (reads stop at the length); a later extension must read
-// zeros there, which is why the bytes must really go.
+// zeros there, which is why the bytes must really go. Only the file's own
+// chunks go: metad cut its layers' limits to size in the same change.
 func (fs *FS) dropChunksPast(ctx context.Context, in metaapi.Inode, size uint64) error {
 	defer fs.changing(in.ID)()
 	if in.Type != metaapi.TypeFile || in.Layout.TableID == 0 || in.Layout.ChunkSize == 0 {
@@ -29,16 +30,17 @@ func (fs *FS) dropChunksPast(ctx context.Context, in metaapi.Inode, size uint64)
 	first := size / cs // the first chunk index to remove entirely
 	if size%cs != 0 {
 		idx := size / cs
-		_, err := fs.chunks.Update(ctx, Update{Chain: chains[idx%uint64(len(chains))], Chunk: layout.MakeChunkID(in.ID, idx),
-			Kind: storageapi.KindTruncate, Length: uint32(size % cs), ChunkSize: l.ChunkSize})
+		_, err := fs.chunks.Update(ctx, Update{Chain: chains[idx%uint64(len(chains))], Chunk: layout.MakeChunkID(in.DataID(), idx),
+			Kind: storageapi.KindTruncate, Length: uint32(size % cs), ChunkSize: l.ChunkSize,
+			Base: layout.LayerChunks(in.Layers, idx, l.ChunkSize)})
 		if err != nil {
 			return fmt.Errorf("cut chunk %d: %w", idx, err)
 		}
 		first++
 	}
-	_, end := layout.InodeChunks(in.ID)
+	_, end := layout.InodeChunks(in.DataID())
 	for _, c := range chains {
-		if err := fs.chunks.RemoveRange(ctx, c, layout.MakeChunkID(in.ID, first), end); err != nil {
+		if err := fs.chunks.RemoveRange(ctx, c, layout.MakeChunkID(in.DataID(), first), end); err != nil {
 			return fmt.Errorf("remove chunks past %d on chain %d: %w", size, c, err)
 		}
 	}

@@ -3,6 +3,8 @@ package ns
 import (
 	"context"
 	"fmt"
+
+	"github.com/flyfs/flyfs/core/layout"
 )
 
 // MaxFileSize is the largest file length (2^50 bytes): chunk indexes and
@@ -132,7 +134,11 @@ func (o *op) truncate(in *Inode, size uint64) bool {
 	}
 	if size < in.Length {
 		in.TruncateVer++
+		var cut []layout.Layer
+		in.Layers, cut = layout.CutLayers(in.Layers, size)
+		o.released = append(o.released, cut...)
 	}
+	in.OwnClean = false // the cut chunk becomes the file's own
 	o.setLength(in, size)
 	in.Mtime, in.Ctime = o.now, o.now
 	in.Gen++

@@ -20,6 +20,7 @@
 //	LKSS client                              -> lockSession: a client's lock session and its expiry
 //	VBKT bucket(8, LE)                       -> a bucket's versioning state (versions.go)
 //	VERS bucket(8, LE) key 0x00 ^seq(8, BE)  -> Version: a noncurrent version or delete marker
+//	LAYR id(8, LE)                           -> a layer of shared chunks and its file count (layers.go)
 //
 // # Invariants
 //
@@ -37,6 +38,11 @@
 //     records naming it, and such a file is never queued (versions.go has the
 //     versioning invariants). Symlinks and special files with nlink 0 are
 //     deleted at once.
+//   - A file's own chunks are those of its DataID, which no other file
+//     owns; each of its Layers has a LAYR record whose count is the number
+//     of files listing it, on the file's layout, with a limit in (0, the
+//     file's length]. A layer no file lists has no record and its chunks are
+//     in the GC queue (clone.go, layers.go).
 //   - Special files (fifos, sockets, devices) are inodes only: no layout, no
 //     length, no sessions; only devices have an Rdev.
 //   - A lock table belongs to an existing inode; it holds no two overlapping

@@ -59,7 +59,9 @@ type fsckState struct {
 	stats      FSStats
 	versioning map[uint64]Versioning // buckets' states
 	versions   []fsckVersion
-	bad        []string // undecodable or unknown keys
+	layers     map[uint64]*layerRecord // layer records by id
+	gcLayers   map[uint64]bool         // layers whose chunks are queued for deletion
+	bad        []string                // undecodable or unknown keys
 }
 
 type fsckVersion struct {
@@ -108,11 +110,11 @@ func Check(ctx context.Context, db *kv.DB) (Report, error) {
 func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
 	st := &fsckState{inodes: map[uint64]*Inode{}, gc: map[uint64]gcKind{}, sessions: map[uint64]int{},
 		xattrs: map[uint64]bool{}, locks: map[uint64]bool{}, aclBits: map[uint64]uint32{}, dirTimes: map[uint64]bool{}, subdirs: map[uint64]*[subdirShards]int64{},
-		versioning: map[uint64]Versioning{}}
+		versioning: map[uint64]Versioning{}, layers: map[uint64]*layerRecord{}, gcLayers: map[uint64]bool{}}
 	bad := &st.bad
 	id := func(k []byte, off int) uint64 { return binary.LittleEndian.Uint64(k[off : off+8]) }
 	// Only our tags: the store may hold other services' keys.
-	tags := [][]byte{tagInode, tagDentry, tagIdem, tagGC, tagAlloc, tagSession, tagXattr, tagDirTime, keyStatBase, tagStatDelta, tagLock, tagLockSession, tagVersioning, tagVersion, tagTrash}
+	tags := [][]byte{tagInode, tagDentry, tagIdem, tagGC, tagAlloc, tagSession, tagXattr, tagDirTime, keyStatBase, tagStatDelta, tagLock, tagLockSession, tagVersioning, tagVersion, tagTrash, tagLayer}
 	visit := func(k, v []byte) error {
 		if len(k) < 4 {
 			*bad = append(*bad, fmt.Sprintf("short key %q", k))
@@ -148,6 +150,13 @@ func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
 			if e.Ino != ino || int(rest[1]) != int(ino%gcShards) ||
 				(e.Claimed == 0 && int64(binary.BigEndian.Uint64(rest[2:10])) != e.RemovedAt) {
 				*bad = append(*bad, fmt.Sprintf("gc entry %x does not match its value %+v", rest, e))
+			}
+			if e.Layer != nil {
+				if st.gcLayers[ino] {
+					*bad = append(*bad, fmt.Sprintf("layer %d queued for GC twice", ino))
+				}
+				st.gcLayers[ino] = true
+				return nil
 			}
 			if _, dup := st.gc[ino]; dup {
 				*bad = append(*bad, fmt.Sprintf("inode %d queued for GC twice", ino))
@@ -220,6 +229,13 @@ func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
 			if err := decode(v, &r); err != nil || r.Ino != id(k, 12) {
 				*bad = append(*bad, fmt.Sprintf("trash record %x: %v", rest, err))
 			}
+		case bytes.Equal(tag, tagLayer) && len(rest) == 8:
+			rec := new(layerRecord)
+			if err := decode(v, rec); err != nil {
+				*bad = append(*bad, fmt.Sprintf("layer %d: %v", id(k, 4), err))
+				return nil
+			}
+			st.layers[id(k, 4)] = rec
 		case bytes.Equal(tag, tagVersion) && len(rest) > 17:
 			key, _, ok := parseVersionKey(id(k, 4), k)
 			var ver Version
@@ -393,6 +409,7 @@ func (st *fsckState) check(r *Report) {
 			r.problem("GC entry for missing inode %d", ino)
 		}
 	}
+	st.checkLayers(r)
 
 	for ino := range st.sessions {
 		if _, ok := st.inodes[ino]; !ok {
@@ -561,4 +578,55 @@ func (st *fsckState) fileAt(names map[uint64]map[string]uint64, bucket uint64, k
 		dir = ino
 	}
 	return nil
+}
+
+// checkLayers checks the shared data (layers.go): every layer a file reads
+// through has a record whose count is the number of files naming it, with
+// the file's layout and a limit in (0, the file's length]; a record is named
+// by some file and is no file's own data; a layer queued for deletion has no
+// record; no two files own the chunks of one data id.
+func (st *fsckState) checkLayers(r *Report) {
+	refs := map[uint64]uint32{}
+	owner := map[uint64]uint64{}
+	for ino, in := range st.inodes {
+		if in.Type != TypeFile {
+			if in.Data != 0 || len(in.Layers) > 0 {
+				r.problem("%s %d has shared data", in.Type, ino)
+			}
+			continue
+		}
+		if o, dup := owner[in.DataID()]; dup {
+			r.problem("files %d and %d both own the chunks of %d", o, ino, in.DataID())
+		}
+		owner[in.DataID()] = ino
+		seen := map[uint64]bool{}
+		for _, l := range in.Layers {
+			if seen[l.ID] {
+				r.problem("file %d reads through layer %d twice", ino, l.ID)
+			}
+			seen[l.ID] = true
+			refs[l.ID]++
+			rec := st.layers[l.ID]
+			switch {
+			case rec == nil:
+				r.problem("file %d reads through layer %d, which has no record", ino, l.ID)
+			case rec.Layout != in.Layout:
+				r.problem("file %d reads through layer %d of another layout", ino, l.ID)
+			}
+			if l.Limit == 0 || l.Limit > in.Length {
+				r.problem("file %d: layer %d's limit %d (file length %d)", ino, l.ID, l.Limit, in.Length)
+			}
+		}
+	}
+	for id, rec := range st.layers {
+		if _, ok := owner[id]; ok {
+			r.problem("layer %d is also a file's own data", id)
+		}
+		if rec.Refs != refs[id] {
+			r.problem("layer %d counts %d files, %d read through it", id, rec.Refs, refs[id])
+		}
+		if st.gcLayers[id] {
+			r.problem("layer %d is queued for GC and still has a record", id)
+		}
+	}
 }

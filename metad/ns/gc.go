@@ -19,6 +19,9 @@ type gcEntry struct {
 	// Length is a file's length when it was queued, so the queue can say
 	// how many bytes await GC (entries from before it say 0).
 	Length uint64 `cbor:"5,keyasint,omitempty"`
+	// Layer marks the chunks of a layer no file reads through any more
+	// (layers.go), on this layout: Ino is the layer's id, not an inode.
+	Layer *Layout `cbor:"6,keyasint,omitempty"`
 }
 
 // Removed is a file that GC reclaimed: its inode is gone and the caller
@@ -33,6 +36,18 @@ type Removed struct {
 	// Claim is the queue key that holds the file while the worker deletes
 	// its chunks; GCDone clears it and deletes the inode.
 	Claim []byte `cbor:"6,keyasint,omitempty"`
+	// Data is the id whose chunks go (the file's DataID; a layer's id).
+	// Layer: the entry is a layer's chunks, no inode.
+	Data  uint64 `cbor:"7,keyasint,omitempty"`
+	Layer bool   `cbor:"8,keyasint,omitempty"`
+}
+
+// DataID is the id whose chunks the caller deletes.
+func (r Removed) DataID() uint64 {
+	if r.Data != 0 {
+		return r.Data
+	}
+	return r.Ino
 }
 
 // queueGC puts a removed inode (nlink 0) into the GC queue.
@@ -191,6 +206,13 @@ func (o *op) expandDir(key []byte, ent *gcEntry) error {
 // (deleting chunks twice is harmless).
 func (o *op) reclaimFile(key []byte, ent *gcEntry, grace time.Duration) (*Removed, error) {
 	o.tx.Clear(key)
+	if ent.Layer != nil {
+		claimed := *ent
+		claimed.Claimed = o.now
+		claim := gcKey(gcFile, ent.Ino, o.now+o.n.opts.GCClaim.Nanoseconds()-grace.Nanoseconds())
+		o.tx.Set(claim, encode(&claimed))
+		return &Removed{Ino: ent.Ino, Data: ent.Ino, Layer: true, Layout: *ent.Layer, Length: ent.Length, RemovedAt: ent.RemovedAt, Claim: claim}, nil
+	}
 	in, err := o.inode(ent.Ino)
 	if errors.Is(err, ErrNotExist) {
 		return nil, nil // stale entry
@@ -214,7 +236,7 @@ func (o *op) reclaimFile(key []byte, ent *gcEntry, grace time.Duration) (*Remove
 	at := o.now + o.n.opts.GCClaim.Nanoseconds() - grace.Nanoseconds()
 	claim := gcKey(gcFile, in.ID, at)
 	o.tx.Set(claim, encode(&claimed))
-	return &Removed{Ino: in.ID, Layout: in.Layout, Length: in.Length, StripeHint: in.StripeHint, RemovedAt: ent.RemovedAt, Claim: claim}, nil
+	return &Removed{Ino: in.ID, Data: in.DataID(), Layout: in.Layout, Length: in.Length, StripeHint: in.StripeHint, RemovedAt: ent.RemovedAt, Claim: claim}, nil
 }
 
 // GCDone finishes reclaiming files whose chunks the caller deleted: each
@@ -242,6 +264,9 @@ func (n *Namespace) GCDone(ctx context.Context, done []Removed) error {
 					return err
 				}
 				o.tx.Clear(r.Claim)
+				if r.Layer {
+					continue // a layer's chunks: no inode
+				}
 				in, err := o.inode(r.Ino)
 				if errors.Is(err, ErrNotExist) {
 					continue
@@ -254,6 +279,9 @@ func (n *Namespace) GCDone(ctx context.Context, done []Removed) error {
 					return err
 				}
 				if in.Nlink == 0 && in.Versions == 0 && !busy {
+					if err := o.unrefLayers(in.Layers); err != nil {
+						return err
+					}
 					o.deleteInode(in)
 				}
 			}

@@ -114,6 +114,23 @@ type Inode struct {
 	RetainUntil int64      `cbor:"24,keyasint,omitempty"`
 	RetainMode  RetainMode `cbor:"25,keyasint,omitempty"`
 	LegalHold   bool       `cbor:"26,keyasint,omitempty"`
+
+	// Shared data (clone.go, core/layout's layers): Data is the id whose
+	// chunks are the file's own (0: ID); Layers are the read-only layers
+	// beneath them, each a LAYR record counting the files reading through
+	// it. OwnClean says the file owns no chunks yet (a clone not opened for
+	// writing nor truncated since), so cloning it again freezes nothing.
+	Data     uint64         `cbor:"27,keyasint,omitempty"`
+	Layers   []layout.Layer `cbor:"28,keyasint,omitempty"`
+	OwnClean bool           `cbor:"29,keyasint,omitempty"`
+}
+
+// DataID is the id whose chunks are the file's own.
+func (in *Inode) DataID() uint64 {
+	if in.Data != 0 {
+		return in.Data
+	}
+	return in.ID
 }
 
 // IsDir reports whether the inode is a directory.

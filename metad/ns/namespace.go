@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/kv"
+	"github.com/flyfs/flyfs/core/layout"
 )
 
 // Options configure a Namespace. Zero values take the defaults.
@@ -124,6 +125,9 @@ type op struct {
 	// bypass lets this op remove files under governance retention
 	// (objectlock.go).
 	bypass bool
+	// released are layers files of this op no longer read through (a
+	// truncate cut them away): their references go at its end.
+	released []layout.Layer
 }
 
 // touch records that dir's entries changed (its mtime moves).
@@ -153,6 +157,9 @@ func (n *Namespace) update(ctx context.Context, fn func(o *op) error) error {
 		n.attempts.Add(1)
 		o := &op{n: n, ctx: ctx, tx: tx, now: n.now()}
 		if err := fn(o); err != nil {
+			return err
+		}
+		if err := o.unrefLayers(o.released); err != nil {
 			return err
 		}
 		o.finish()

@@ -54,6 +54,10 @@ func (o *op) openSession(in *Inode, id SessionID, client ClientID, dir uint64, n
 	}
 	*s = Session{Ino: in.ID, ID: id, Client: client, Opened: o.now, Dir: dir, Name: name}
 	o.tx.Set(key, encode(s))
+	if in.OwnClean { // the writer's chunks are its own: a clone from now on freezes them
+		in.OwnClean = false
+		o.putInode(in)
+	}
 	return s, nil
 }
 

@@ -151,6 +151,18 @@ type Inode struct {
 	RetainUntil int64      `cbor:"20,keyasint,omitempty"`
 	RetainMode  RetainMode `cbor:"21,keyasint,omitempty"`
 	LegalHold   bool       `cbor:"22,keyasint,omitempty"`
+	// Shared data (core/layout's layers): the file's own chunks are those of
+	// Data (0: ID), over the read-only Layers.
+	Data   uint64         `cbor:"23,keyasint,omitempty"`
+	Layers []layout.Layer `cbor:"24,keyasint,omitempty"`
+}
+
+// DataID is the id whose chunks are the file's own.
+func (in *Inode) DataID() uint64 {
+	if in.Data != 0 {
+		return in.Data
+	}
+	return in.ID
 }
 
 // RequestID makes a mutating request idempotent across retries.

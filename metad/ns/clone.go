@@ -1,0 +1,121 @@
+package ns
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/flyfs/flyfs/core/layout"
+)
+
+// CloneRequest makes a new file with the bytes of an existing one, sharing
+// its chunks (a zero-copy copy).
+type CloneRequest struct {
+	ReqID  RequestID
+	Src    uint64 // the file whose bytes the clone gets
+	Parent uint64
+	Name   string
+	// Preserve keeps the source's mode, owner, times and xattrs (a
+	// snapshot's copy); otherwise the clone has Mode, UID and GID, the time
+	// now, and no xattrs (a new file, as a copy made by writing would be).
+	Preserve bool
+	Mode     uint32
+	UID, GID uint32
+}
+
+// Clone creates Name in Parent with Src's bytes, in one transaction and in
+// time independent of the file's size: no byte moves. Src's own chunks are
+// frozen into a layer (unless it owns none since it was itself cloned): Src
+// writes its own chunks under a new data id from then on, and both files
+// read through the layer (core/layout's shared data). A file open for
+// writing is refused (EBUSY): its writer's chunks would change under the
+// clone. A name that exists is EEXIST; a retry that finds the dentry stamped
+// with its ReqID returns that file.
+func (n *Namespace) Clone(ctx context.Context, req CloneRequest) (Inode, error) {
+	if err := checkName(req.Name); err != nil {
+		return Inode{}, err
+	}
+	req.ReqID = req.ReqID.orNew()
+	var id, data uint64 // allocated once, reused by retries
+	var res *Inode
+	err := n.update(ctx, func(o *op) error {
+		if d, err := o.retried(req.Parent, req.Name, req.ReqID, "clone"); err != nil || d != nil {
+			if err != nil {
+				return err
+			}
+			return o.own(d, TypeFile, &res)
+		}
+		src, err := o.inode(req.Src)
+		if err != nil {
+			return err
+		}
+		switch {
+		case src.Type != TypeFile:
+			return fail(ErrInvalid, "clone of a %s", src.Type)
+		case src.Nlink == 0 && src.Versions == 0:
+			return fail(ErrNotExist, "inode %d was removed", src.ID)
+		case len(src.Layers) >= layout.MaxLayers:
+			return fail(ErrInvalid, "inode %d already reads through %d layers", src.ID, len(src.Layers))
+		}
+		busy, err := o.hasSessions(src.ID)
+		if err != nil {
+			return err
+		}
+		if busy {
+			return fail(ErrBusy, "inode %d is open for writing", src.ID)
+		}
+		p, err := o.liveDir(req.Parent)
+		if err != nil {
+			return err
+		}
+		if err := o.newID(&id); err != nil {
+			return err
+		}
+		if !src.OwnClean && src.Length > 0 && src.Layout.TableID != 0 {
+			// Freeze the source's own chunks: they become a layer both
+			// read through, and the source writes under a new data id.
+			if err := o.newID(&data); err != nil {
+				return err
+			}
+			frozen := layout.Layer{ID: src.DataID(), Limit: src.Length}
+			o.tx.Set(layerKey(frozen.ID), encode(&layerRecord{Refs: 1, Layout: src.Layout, Length: src.Length}))
+			src.Data = data
+			src.Layers = append([]layout.Layer{frozen}, src.Layers...)
+		}
+		src.OwnClean = true
+		o.putInode(src)
+		if err := o.refLayers(src.Layers); err != nil {
+			return err
+		}
+		in := &Inode{ID: id, Type: TypeFile, Nlink: 1, Length: src.Length, Layout: src.Layout, StripeHint: src.StripeHint,
+			Layers: slices.Clone(src.Layers), OwnClean: true, Gen: 1}
+		if req.Preserve {
+			in.Mode, in.UID, in.GID = src.Mode, src.UID, src.GID
+			in.Atime, in.Mtime, in.Ctime = src.Atime, src.Mtime, o.now
+			if err := o.copyXattrs(src.ID, id); err != nil {
+				return err
+			}
+		} else {
+			_, gid := inheritGroup(p, 0, req.GID, false)
+			in.Mode, in.UID, in.GID = req.Mode&07777, req.UID, gid
+			in.Atime, in.Mtime, in.Ctime = o.now, o.now, o.now
+		}
+		o.createInode(in)
+		o.putDentry(req.Parent, req.Name, &Dentry{Ino: id, Type: TypeFile, ReqID: req.ReqID})
+		res = in
+		return nil
+	})
+	if err != nil {
+		return Inode{}, fmt.Errorf("clone %d as %q: %w", req.Src, req.Name, err)
+	}
+	return *res, nil
+}
+
+// copyXattrs gives dst every xattr of src.
+func (o *op) copyXattrs(src, dst uint64) error {
+	p := xattrPrefix(src)
+	return scan(o.ctx, o.tx, p, prefixEnd(p), func(k, v []byte) error {
+		o.tx.Set(xattrKey(dst, string(k[len(p):])), v)
+		return nil
+	})
+}
