@@ -1,0 +1,184 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/client"
+	"github.com/flyfs/flyfs/core/kv"
+	"github.com/flyfs/flyfs/core/kv/memkv"
+	"github.com/flyfs/flyfs/core/layout"
+	"github.com/flyfs/flyfs/e2e/harness"
+	"github.com/flyfs/flyfs/metad"
+	"github.com/flyfs/flyfs/metad/ns"
+)
+
+// TestCloneSharesChunksUntilWritten clones files through the cluster: the
+// clone reads the source's bytes without a byte copied, writes to either
+// side (in place, across chunks, appends, truncates and extensions) leave
+// the other as it was, a clone of a written clone freezes again, and when
+// every file is gone GC leaves no chunk on storage and fsck is clean.
+func TestCloneSharesChunksUntilWritten(t *testing.T) {
+	c := harness.StartCluster(t, harness.ClusterConfig{Nodes: 3, Chains: 4, T: time.Second, NoSync: true})
+	ctx := context.Background()
+	rc := c.RPCClient("client")
+	src, err := client.NewMgmtdSource(ctx, c.MgmtdAddrs(), rc, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	db := memkv.Open(kv.Options{})
+	m, err := metad.New(metad.Config{KV: db, Routing: src, Storage: rc, GCInterval: 50 * time.Millisecond,
+		Namespace: ns.Options{GCGrace: -1}, DefaultChunkSize: 1 << 20, DefaultStripe: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go m.Serve(l)
+	defer m.Close()
+	fs := client.NewFS(src, rc, []string{l.Addr().String()}, client.NewChunkIO(src, rc, 10*time.Second))
+
+	write := func(p string, data []byte, off int64, create bool) {
+		t.Helper()
+		var f *client.File
+		var err error
+		if create {
+			f, err = fs.Create(ctx, p, 0o644)
+		} else {
+			f, err = fs.OpenFile(ctx, p, 1 /* O_WRONLY */, 0)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt(data, off); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect := func(p string, want []byte) {
+		t.Helper()
+		f, err := fs.Open(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if f.Size() != uint64(len(want)) {
+			t.Fatalf("%s: %d bytes, want %d", p, f.Size(), len(want))
+		}
+		got := make([]byte, len(want)+10)
+		n, _ := f.ReadAt(got, 0)
+		if n != len(want) || !bytes.Equal(got[:n], want) {
+			i := 0
+			for i < n && i < len(want) && got[i] == want[i] {
+				i++
+			}
+			t.Fatalf("%s: read %d bytes, first difference at %d", p, n, i)
+		}
+	}
+	clone := func(from, to string) {
+		t.Helper()
+		in, err := fs.Stat(ctx, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fs.Meta().Clone(ctx, in.ID, ns.RootID, to[1:], false, 0o644, client.Creds{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	r := rand.New(rand.NewPCG(1, 2))
+	a := make([]byte, 5<<20+12345) // 6 chunks over a stripe of 4
+	for i := range a {
+		a[i] = byte(r.Uint32())
+	}
+	write("/a", a, 0, true)
+	clone("/a", "/b")
+	b := bytes.Clone(a)
+	expect("/b", b)
+
+	// The source changes: in place inside a chunk, and an append.
+	patch := bytes.Repeat([]byte("A"), 100)
+	write("/a", patch, 1<<20+10, false)
+	copy(a[1<<20+10:], patch)
+	more := bytes.Repeat([]byte("+"), 1<<20)
+	write("/a", more, int64(len(a)), false)
+	a = append(a, more...)
+	expect("/a", a)
+	expect("/b", b)
+
+	// The clone changes across a chunk boundary.
+	cross := []byte("0123456789")
+	write("/b", cross, 3<<20-5, false)
+	copy(b[3<<20-5:], cross)
+	expect("/b", b)
+	expect("/a", a)
+
+	// Cut inside a chunk, then extend: zeros past the cut, not the layer.
+	f, err := fs.OpenFile(ctx, "/b", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(ctx, 2<<20+7); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(ctx, 4<<20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	b = append(b[:2<<20+7], make([]byte, 4<<20-(2<<20+7))...)
+	expect("/b", b)
+
+	// A clone of the written clone: its chunks freeze into a second layer.
+	clone("/b", "/c")
+	expect("/c", b)
+	write("/c", []byte("c"), 0, false)
+	expect("/b", b)
+	in, _ := fs.Stat(ctx, "/c")
+	if len(in.Layers) != 2 {
+		t.Fatalf("/c reads through %v", in.Layers)
+	}
+	rep, err := ns.Check(ctx, db)
+	if err != nil || !rep.Clean() {
+		t.Fatalf("fsck: %v %s", err, rep.String())
+	}
+
+	for _, p := range []string{"/a", "/b", "/c"} {
+		if err := fs.Remove(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chunks := func() int {
+		api := storageapi.Client{RPC: rc}
+		n := 0
+		for _, node := range c.Nodes {
+			for chain := uint32(1); chain <= 4; chain++ {
+				resp, err := api.DumpChunkMeta(ctx, node.Addr, &storageapi.ChunkRange{Chain: chain, Begin: layout.ChunkID{}, End: layout.MakeChunkID(^uint64(0), 0)})
+				if err == nil {
+					n += len(resp.Metas)
+				}
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for chunks() > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := chunks(); n != 0 {
+		t.Fatalf("%d chunk replicas left after every file went", n)
+	}
+	rep, err = ns.Check(ctx, db)
+	if err != nil || !rep.Clean() {
+		t.Fatalf("fsck after GC: %v %s", err, rep.String())
+	}
+}
