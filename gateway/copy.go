@@ -5,10 +5,12 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/flyfs/flyfs/core/access"
 	"github.com/flyfs/flyfs/core/api/metaapi"
+	"github.com/flyfs/flyfs/core/client"
 )
 
 // copySource parses x-amz-copy-source ("[/]bucket/key[?versionId=...]");
@@ -88,8 +90,9 @@ func (g *Gateway) isCurrent(ctx context.Context, o objectPath, in metaapi.Inode)
 	return err == nil && cur.ID == in.ID
 }
 
-// copyObject is CopyObject: the source's bytes are staged and published as
-// a PUT's are; a copy onto itself changes only the metadata.
+// copyObject is CopyObject: the source's bytes are staged (shared with the
+// source, or copied) and published as a PUT's are; a copy onto itself
+// changes only the metadata.
 func (g *Gateway) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
 	ctx := r.Context()
 	dst, err := parseKey(rc.bucket, rc.object)
@@ -179,17 +182,22 @@ func (g *Gateway) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 		}
 		return writeXML(w, copyObjectResult{NS: s3NS, ETag: quoteETag(emptyMD5), LastModified: s3Time(lastMod)})
 	}
-	f, err := g.fs.OpenInode(ctx, sin, nil)
-	if err != nil {
-		return err
-	}
 	var spec *checksumSpec
 	if om.ChecksumAlgo != "" {
 		spec = &checksumSpec{algo: om.ChecksumAlgo}
 	}
-	st, err := g.stage(ctx, rc, &fileReader{ctx: ctx, f: f, end: int64(sin.Length)}, int64(sin.Length), maxPutSize, spec, "")
+	st, err := g.stageClone(ctx, rc, sin, som)
 	if err != nil {
 		return err
+	}
+	if st == nil {
+		f, err := g.fs.OpenInode(ctx, sin, nil)
+		if err != nil {
+			return err
+		}
+		if st, err = g.stage(ctx, rc, &fileReader{ctx: ctx, f: f, end: int64(sin.Length)}, int64(sin.Length), maxPutSize, spec, ""); err != nil {
+			return err
+		}
 	}
 	published := false
 	defer func() {
@@ -220,6 +228,26 @@ func (g *Gateway) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 	published = true
 	res := copyObjectResult{NS: s3NS, ETag: quoteETag(st.md5), LastModified: s3Time(time.Unix(0, st.in.Mtime))}
 	return writeXML(w, res)
+}
+
+// stageClone stages a copy of the source that shares its chunks (metad's
+// Clone: no byte read or written, whatever the size), when the source's ETag
+// and checksum are known to describe its bytes now: they are the copy's.
+// It returns nil when the bytes must be copied instead: the ETag is stale (a
+// write through the mount since), or a writer has the source open.
+func (g *Gateway) stageClone(ctx context.Context, rc *reqCtx, sin metaapi.Inode, som *objectMeta) (*staged, error) {
+	if som == nil || som.Gen != sin.Gen || som.ETag == "" {
+		return nil, nil
+	}
+	name := newStagingName()
+	in, err := g.meta.Clone(ctx, sin.ID, g.stagingIno, name, false, fileMode, rc.creds())
+	if client.Errno(err) == syscall.EBUSY {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &staged{name: name, in: in, md5: som.ETag, sum: som.Checksum, size: int64(in.Length)}, nil
 }
 
 // discardHeaders lets a handler that answers on its own (putMarker) be

@@ -115,6 +115,7 @@ type namespace interface {
 	DeleteKey(ctx context.Context, req metaapi.DeleteKeyReq) (string, error)
 	DeleteVersion(ctx context.Context, req metaapi.DeleteVersionReq) (*metaapi.DeleteVersionResp, error)
 	SetRetention(ctx context.Context, req metaapi.RetentionReq) (metaapi.Inode, error)
+	Clone(ctx context.Context, src, newParent uint64, newName string, preserve bool, mode uint32, cr client.Creds) (metaapi.Inode, error)
 }
 
 var _ namespace = (*client.Meta)(nil)
