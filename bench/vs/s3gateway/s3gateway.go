@@ -46,6 +46,7 @@ type Config struct {
 	ListEntries int           // entries of the listed directory (100 000)
 	NoSync      bool          // acknowledge writes before the disk has them (both sides)
 	Nodes       int           // storage services (1)
+	CopyBytes   int64         // an extra object, uploaded in parts, whose shared copy is timed (0: none)
 }
 
 // Row is one line of the table.
@@ -201,6 +202,29 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (rows []Row, err error) {
 			return nil, fmt.Errorf("multipart: %w", err)
 		}
 		rows = append(rows, Row{fmt.Sprintf("CompleteMultipartUpload of %d MiB (%d parts)", size>>20, (size+cfg.MPUPart-1)/cfg.MPUPart), "ms", lat.Seconds() * 1000, 0, 0, 0, "flat in size"})
+	}
+
+	// CopyObject of those objects: sharing their chunks, then (the source
+	// touched through the file system, so its ETag must be computed anew)
+	// by copying the bytes. Sharing must not grow with the size.
+	copySizes := []int64{cfg.MPUBytes / 8, cfg.MPUBytes}
+	if cfg.CopyBytes > 0 {
+		if _, err := completeLatency(ctx, s3c, cfg.CopyBytes, cfg.MPUPart, big, cfg.Clients); err != nil {
+			return nil, fmt.Errorf("multipart upload of the copy source: %w", err)
+		}
+		copySizes = append(copySizes, cfg.CopyBytes)
+	}
+	for _, size := range copySizes {
+		shared, byBytes, err := copyLatency(ctx, s3c, fs, fmt.Sprintf("mpu-%d", size), size <= 5<<30)
+		if err != nil {
+			return nil, fmt.Errorf("copy: %w", err)
+		}
+		row := Row{fmt.Sprintf("CopyObject of %d MiB, chunks shared (HTTP col: the copy by bytes)", size>>20), "ms",
+			shared.Seconds() * 1000, byBytes.Seconds() * 1000, 0, 0, "flat in size"}
+		if byBytes > 0 { // over 5 GiB a copy by bytes is refused, as S3 refuses it
+			row.Ratio = shared.Seconds() / byBytes.Seconds()
+		}
+		rows = append(rows, row)
 	}
 
 	// Listing a big directory with a delimiter, all pages, next to readdir.
@@ -442,6 +466,48 @@ func completeLatency(ctx context.Context, c *s3.Client, size, part int64, src []
 		return 0, fmt.Errorf("completed object: %v %v", err, h)
 	}
 	return d, nil
+}
+
+// copyLatency times a CopyObject of key that shares its chunks, and, with
+// byBytes, one after the source was touched through the file system (one
+// byte rewritten as it was: the gateway no longer knows its ETag, so the
+// copy reads and writes every byte). Both copies go again at the end.
+func copyLatency(ctx context.Context, c *s3.Client, fs *client.FS, key string, byBytes bool) (shared, bytesCopy time.Duration, err error) {
+	cp := func(to string) (time.Duration, error) {
+		start := time.Now()
+		_, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("bench"), Key: aws.String(to), CopySource: aws.String("bench/" + key)})
+		d := time.Since(start)
+		if err != nil {
+			return 0, err
+		}
+		return d, nil
+	}
+	defer func() {
+		for _, k := range []string{key + ".shared", key + ".bytes"} {
+			c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("bench"), Key: aws.String(k)})
+		}
+	}()
+	if shared, err = cp(key + ".shared"); err != nil || !byBytes {
+		return shared, 0, err
+	}
+	f, err := fs.OpenFile(ctx, "/bench/"+key, os.O_RDWR, 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		f.Close()
+		return 0, 0, err
+	}
+	if _, err := f.WriteAt(b, 0); err != nil {
+		f.Close()
+		return 0, 0, err
+	}
+	if err := f.Close(); err != nil {
+		return 0, 0, err
+	}
+	bytesCopy, err = cp(key + ".bytes")
+	return shared, bytesCopy, err
 }
 
 // listing fills a directory of n files through core/client (and a local one
