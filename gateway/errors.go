@@ -187,6 +187,7 @@ var errnoTable = map[errnoScope]map[syscall.Errno]errnoAnswer{
 		syscall.EINVAL:       {"InvalidArgument", ""},
 		syscall.EACCES:       {"AccessDenied", ""},
 		syscall.EPERM:        {"AccessDenied", ""},
+		syscall.EROFS:        {"AccessDenied", "The key is inside a snapshot, which is read-only (flyfs admin snapshot delete removes a snapshot)."},
 		syscall.EFBIG:        {"EntityTooLarge", ""},
 		syscall.ENOSPC:       {"InsufficientStorage", "A storage disk of the bucket's chains is full: writes fail until space returns (files removed and collected, or the disk grown); reads go on."},
 		syscall.EDQUOT:       {"ServiceUnavailable", "The file system is out of space."},

@@ -48,6 +48,9 @@ func (n *Namespace) SetAttr(ctx context.Context, ino uint64, req SetAttrRequest)
 		if err != nil {
 			return err
 		}
+		if err := o.writable(in); err != nil {
+			return err
+		}
 		if req.Mask&IfGenIs != 0 && in.Gen != req.Gen {
 			return fail(ErrPrecondition, "inode %d is at generation %d, not %d", ino, in.Gen, req.Gen)
 		}
@@ -237,6 +240,9 @@ func (n *Namespace) SetLayout(ctx context.Context, dir uint64, l Layout) (Inode,
 		}
 		if in.Type != TypeDir {
 			return fail(ErrNotDir, "set layout of a %s", in.Type)
+		}
+		if err := o.writable(in); err != nil {
+			return err
 		}
 		in.DefaultLayout = &l
 		in.Ctime = o.now

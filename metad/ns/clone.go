@@ -36,7 +36,7 @@ func (n *Namespace) Clone(ctx context.Context, req CloneRequest) (Inode, error) 
 		return Inode{}, err
 	}
 	req.ReqID = req.ReqID.orNew()
-	var id, data uint64 // allocated once, reused by retries
+	var id, data uint64 // id: allocated once, reused by retries
 	var res *Inode
 	err := n.update(ctx, func(o *op) error {
 		if d, err := o.retried(req.Parent, req.Name, req.ReqID, "clone"); err != nil || d != nil {
@@ -49,21 +49,6 @@ func (n *Namespace) Clone(ctx context.Context, req CloneRequest) (Inode, error) 
 		if err != nil {
 			return err
 		}
-		switch {
-		case src.Type != TypeFile:
-			return fail(ErrInvalid, "clone of a %s", src.Type)
-		case src.Nlink == 0 && src.Versions == 0:
-			return fail(ErrNotExist, "inode %d was removed", src.ID)
-		case len(src.Layers) >= layout.MaxLayers:
-			return fail(ErrInvalid, "inode %d already reads through %d layers", src.ID, len(src.Layers))
-		}
-		busy, err := o.hasSessions(src.ID)
-		if err != nil {
-			return err
-		}
-		if busy {
-			return fail(ErrBusy, "inode %d is open for writing", src.ID)
-		}
 		p, err := o.liveDir(req.Parent)
 		if err != nil {
 			return err
@@ -71,37 +56,21 @@ func (n *Namespace) Clone(ctx context.Context, req CloneRequest) (Inode, error) 
 		if err := o.newID(&id); err != nil {
 			return err
 		}
-		if !src.OwnClean && src.Length > 0 && src.Layout.TableID != 0 {
-			// Freeze the source's own chunks: they become a layer both
-			// read through, and the source writes under a new data id.
-			if err := o.newID(&data); err != nil {
-				return err
-			}
-			frozen := layout.Layer{ID: src.DataID(), Limit: src.Length}
-			o.tx.Set(layerKey(frozen.ID), encode(&layerRecord{Refs: 1, Layout: src.Layout, Length: src.Length}))
-			src.Data = data
-			src.Layers = append([]layout.Layer{frozen}, src.Layers...)
-		}
-		src.OwnClean = true
-		o.putInode(src)
-		if err := o.refLayers(src.Layers); err != nil {
+		in, err := o.cloneFile(src, p, id, &data, req.Name, req.ReqID)
+		if err != nil {
 			return err
 		}
-		in := &Inode{ID: id, Type: TypeFile, Nlink: 1, Length: src.Length, Layout: src.Layout, StripeHint: src.StripeHint,
-			Layers: slices.Clone(src.Layers), OwnClean: true, Gen: 1}
 		if req.Preserve {
 			in.Mode, in.UID, in.GID = src.Mode, src.UID, src.GID
-			in.Atime, in.Mtime, in.Ctime = src.Atime, src.Mtime, o.now
+			in.Atime, in.Mtime = src.Atime, src.Mtime
 			if err := o.copyXattrs(src.ID, id); err != nil {
 				return err
 			}
 		} else {
 			_, gid := inheritGroup(p, 0, req.GID, false)
 			in.Mode, in.UID, in.GID = req.Mode&07777, req.UID, gid
-			in.Atime, in.Mtime, in.Ctime = o.now, o.now, o.now
 		}
-		o.createInode(in)
-		o.putDentry(req.Parent, req.Name, &Dentry{Ino: id, Type: TypeFile, ReqID: req.ReqID})
+		o.putInode(in)
 		res = in
 		return nil
 	})
@@ -109,6 +78,54 @@ func (n *Namespace) Clone(ctx context.Context, req CloneRequest) (Inode, error) 
 		return Inode{}, fmt.Errorf("clone %d as %q: %w", req.Src, req.Name, err)
 	}
 	return *res, nil
+}
+
+// cloneFile makes file id named name in p with src's bytes: src's own
+// chunks are frozen into a layer unless it owns none, both read through the
+// layers, and the new file (mode 0, owned by root, times now: the caller
+// sets them and puts it again) is counted and named. data is the id src
+// writes under once frozen (allocated when 0, then reset). A file open for
+// writing is EBUSY.
+func (o *op) cloneFile(src, p *Inode, id uint64, data *uint64, name string, req RequestID) (*Inode, error) {
+	switch {
+	case src.Type != TypeFile:
+		return nil, fail(ErrInvalid, "clone of a %s", src.Type)
+	case src.Nlink == 0 && src.Versions == 0:
+		return nil, fail(ErrNotExist, "inode %d was removed", src.ID)
+	case len(src.Layers) >= layout.MaxLayers:
+		return nil, fail(ErrInvalid, "inode %d already reads through %d layers", src.ID, len(src.Layers))
+	}
+	busy, err := o.hasSessions(src.ID)
+	if err != nil {
+		return nil, err
+	}
+	if busy {
+		return nil, fail(ErrBusy, "inode %d is open for writing", src.ID)
+	}
+	if !src.OwnClean && src.Length > 0 && src.Layout.TableID != 0 {
+		// Freeze the source's own chunks: they become a layer both read
+		// through, and the source writes under a new data id.
+		if err := o.newID(data); err != nil {
+			return nil, err
+		}
+		frozen := layout.Layer{ID: src.DataID(), Limit: src.Length}
+		o.tx.Set(layerKey(frozen.ID), encode(&layerRecord{Refs: 1, Layout: src.Layout, Length: src.Length}))
+		src.Data = *data
+		src.Layers = append([]layout.Layer{frozen}, src.Layers...)
+		*data = 0 // the next freeze takes a new id
+	}
+	if !src.OwnClean {
+		src.OwnClean = true
+		o.putInode(src)
+	}
+	if err := o.refLayers(src.Layers); err != nil {
+		return nil, err
+	}
+	in := &Inode{ID: id, Type: TypeFile, Nlink: 1, Length: src.Length, Layout: src.Layout, StripeHint: src.StripeHint,
+		Layers: slices.Clone(src.Layers), OwnClean: true, Gen: 1, Atime: o.now, Mtime: o.now, Ctime: o.now}
+	o.createInode(in)
+	o.putDentry(p.ID, name, &Dentry{Ino: id, Type: TypeFile, ReqID: req})
+	return in, nil
 }
 
 // copyXattrs gives dst every xattr of src.

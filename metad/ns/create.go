@@ -499,6 +499,9 @@ func (n *Namespace) Link(ctx context.Context, req LinkRequest) (Inode, error) {
 		case in.Nlink >= MaxLinks:
 			return fail(ErrMLink, "inode %d has %d links", req.Ino, in.Nlink)
 		}
+		if err := o.writable(in); err != nil {
+			return err
+		}
 		if _, err := o.liveDir(req.NewParent); err != nil {
 			return err
 		}

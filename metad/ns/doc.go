@@ -21,6 +21,7 @@
 //	VBKT bucket(8, LE)                       -> a bucket's versioning state (versions.go)
 //	VERS bucket(8, LE) key 0x00 ^seq(8, BE)  -> Version: a noncurrent version or delete marker
 //	LAYR id(8, LE)                           -> a layer of shared chunks and its file count (layers.go)
+//	SNAP top(8, LE) name                     -> SnapshotInfo: a snapshot of a tree under top (snapshot.go)
 //
 // # Invariants
 //
@@ -43,6 +44,9 @@
 //     of files listing it, on the file's layout, with a limit in (0, the
 //     file's length]. A layer no file lists has no record and its chunks are
 //     in the GC queue (clone.go, layers.go).
+//   - Every inode of a snapshot is ReadOnly and only DeleteSnapshot changes
+//     it; a snapshot's record names its live root directory, and a top
+//     directory holding snapshots is not removed.
 //   - Special files (fifos, sockets, devices) are inodes only: no layout, no
 //     length, no sessions; only devices have an Rdev.
 //   - A lock table belongs to an existing inode; it holds no two overlapping

@@ -36,6 +36,8 @@ var (
 	// ErrNoDevice: a special file opened for writing through flyfs (the
 	// kernel, not flyfs, carries a fifo's, socket's or device's data).
 	ErrNoDevice = Errno(syscall.ENXIO)
+	// ErrReadOnly: a change inside a snapshot (snapshot.go).
+	ErrReadOnly = Errno(syscall.EROFS)
 )
 
 func (e Errno) Error() string { return syscall.Errno(e).Error() }

@@ -60,8 +60,9 @@ type fsckState struct {
 	versioning map[uint64]Versioning // buckets' states
 	versions   []fsckVersion
 	layers     map[uint64]*layerRecord // layer records by id
-	gcLayers   map[uint64]bool         // layers whose chunks are queued for deletion
-	bad        []string                // undecodable or unknown keys
+	snapshots  []SnapshotInfo
+	gcLayers   map[uint64]bool // layers whose chunks are queued for deletion
+	bad        []string        // undecodable or unknown keys
 }
 
 type fsckVersion struct {
@@ -114,7 +115,7 @@ func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
 	bad := &st.bad
 	id := func(k []byte, off int) uint64 { return binary.LittleEndian.Uint64(k[off : off+8]) }
 	// Only our tags: the store may hold other services' keys.
-	tags := [][]byte{tagInode, tagDentry, tagIdem, tagGC, tagAlloc, tagSession, tagXattr, tagDirTime, keyStatBase, tagStatDelta, tagLock, tagLockSession, tagVersioning, tagVersion, tagTrash, tagLayer}
+	tags := [][]byte{tagInode, tagDentry, tagIdem, tagGC, tagAlloc, tagSession, tagXattr, tagDirTime, keyStatBase, tagStatDelta, tagLock, tagLockSession, tagVersioning, tagVersion, tagTrash, tagLayer, tagSnapshot}
 	visit := func(k, v []byte) error {
 		if len(k) < 4 {
 			*bad = append(*bad, fmt.Sprintf("short key %q", k))
@@ -229,6 +230,13 @@ func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
 			if err := decode(v, &r); err != nil || r.Ino != id(k, 12) {
 				*bad = append(*bad, fmt.Sprintf("trash record %x: %v", rest, err))
 			}
+		case bytes.Equal(tag, tagSnapshot) && len(rest) > 8:
+			var info SnapshotInfo
+			if err := decode(v, &info); err != nil || info.Top != id(k, 4) || info.Name != string(rest[8:]) {
+				*bad = append(*bad, fmt.Sprintf("snapshot record %q: %v", rest[8:], err))
+				return nil
+			}
+			st.snapshots = append(st.snapshots, info)
 		case bytes.Equal(tag, tagLayer) && len(rest) == 8:
 			rec := new(layerRecord)
 			if err := decode(v, rec); err != nil {
@@ -410,6 +418,11 @@ func (st *fsckState) check(r *Report) {
 		}
 	}
 	st.checkLayers(r)
+	for _, sn := range st.snapshots {
+		if in := st.inodes[sn.Root]; in == nil || in.Type != TypeDir || in.Nlink == 0 || !in.ReadOnly || in.Name != sn.Name {
+			r.problem("snapshot %q of %d: its root %d is not a live read-only directory of that name", sn.Name, sn.Top, sn.Root)
+		}
+	}
 
 	for ino := range st.sessions {
 		if _, ok := st.inodes[ino]; !ok {

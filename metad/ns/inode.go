@@ -123,6 +123,10 @@ type Inode struct {
 	Data     uint64         `cbor:"27,keyasint,omitempty"`
 	Layers   []layout.Layer `cbor:"28,keyasint,omitempty"`
 	OwnClean bool           `cbor:"29,keyasint,omitempty"`
+
+	// ReadOnly: part of a snapshot (snapshot.go). Nothing changes, links,
+	// moves or removes it but the deletion of its snapshot.
+	ReadOnly bool `cbor:"30,keyasint,omitempty"`
 }
 
 // DataID is the id whose chunks are the file's own.
@@ -204,7 +208,18 @@ func (o *op) liveDir(ino uint64) (*Inode, error) {
 	if in.Nlink == 0 {
 		return nil, fail(ErrNotExist, "directory %d was removed", ino)
 	}
+	if err := o.writable(in); err != nil {
+		return nil, err
+	}
 	return in, nil
+}
+
+// writable refuses changes to an inode of a snapshot.
+func (o *op) writable(in *Inode) error {
+	if in.ReadOnly && !o.snapshotting {
+		return fail(ErrReadOnly, "%s %d is part of a snapshot", in.Type, in.ID)
+	}
+	return nil
 }
 
 // inode reads ino with conflict tracking: the op's outcome depends on it.

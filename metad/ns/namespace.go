@@ -128,6 +128,9 @@ type op struct {
 	// released are layers files of this op no longer read through (a
 	// truncate cut them away): their references go at its end.
 	released []layout.Layer
+	// snapshotting: this op builds or deletes a snapshot, the one change
+	// allowed of read-only inodes.
+	snapshotting bool
 }
 
 // touch records that dir's entries changed (its mtime moves).

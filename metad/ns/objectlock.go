@@ -57,8 +57,11 @@ func (in *Inode) removable(now int64, bypass bool) error {
 	return fail(ErrPerm, "inode %d is retained until %d", in.ID, in.RetainUntil)
 }
 
-// changeable refuses changes to a retained file's data.
+// changeable refuses changes to a retained file's data, and to a snapshot's.
 func (o *op) changeable(in *Inode) error {
+	if err := o.writable(in); err != nil {
+		return err
+	}
 	if in.retained(o.now) {
 		return fail(ErrPerm, "inode %d is under object lock", in.ID)
 	}
@@ -91,6 +94,9 @@ func (n *Namespace) SetRetention(ctx context.Context, ino uint64, r Retention) (
 		}
 		if in.Type != TypeFile {
 			return fail(ErrInvalid, "object lock on a %s", in.Type)
+		}
+		if err := o.writable(in); err != nil {
+			return err
 		}
 		if r.SetRetention {
 			if err := retentionChange(in, r, o.now); err != nil {

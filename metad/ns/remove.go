@@ -110,6 +110,9 @@ func (n *Namespace) Rmdir(ctx context.Context, req RemoveRequest) error {
 		if err != nil {
 			return err
 		}
+		if err := o.writable(in); err != nil {
+			return err
+		}
 		empty, err := o.dirEmpty(in.ID)
 		if err != nil {
 			return err
@@ -165,6 +168,9 @@ func (n *Namespace) RemoveAll(ctx context.Context, req RemoveRequest) error {
 // drops the link; then the implicit ancestors left empty, if asked.
 func (o *op) unlinkEntry(req RemoveRequest, in *Inode) error {
 	if err := checkVersion(in, req.IfIno, req.IfGen); err != nil {
+		return err
+	}
+	if err := o.writable(in); err != nil {
 		return err
 	}
 	o.clearDentry(req.Parent, req.Name)

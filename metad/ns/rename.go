@@ -90,12 +90,18 @@ func (n *Namespace) Rename(ctx context.Context, req RenameRequest) error {
 		if err != nil {
 			return err
 		}
+		if err := o.writable(srcIn); err != nil {
+			return err
+		}
 		var dstIn *Inode
 		if dstFound {
 			if dstIn, err = o.inode(dst.Ino); err != nil {
 				return err
 			}
 			if err := checkVersion(dstIn, req.IfDstIno, req.IfDstGen); err != nil {
+				return err
+			}
+			if err := o.writable(dstIn); err != nil {
 				return err
 			}
 			if !exchange {

@@ -457,6 +457,9 @@ func (n *Namespace) DeleteKey(ctx context.Context, req RequestID, bucket uint64,
 			return err
 		}
 		if pl.cur != nil {
+			if err := o.writable(pl.cur); err != nil {
+				return err
+			}
 			o.clearDentry(pl.dir, pl.name)
 			if err := o.dropLink(pl.cur, o.now); err != nil {
 				return err
@@ -521,6 +524,9 @@ func (n *Namespace) DeleteVersion(ctx context.Context, req RequestID, bucket uin
 		}
 		switch i := recordWithID(recs, id); {
 		case pl.cur != nil && versionOf(pl.cur) == id:
+			if err := o.writable(pl.cur); err != nil {
+				return err
+			}
 			o.clearDentry(pl.dir, pl.name)
 			if err := o.dropLink(pl.cur, o.now); err != nil {
 				return err
@@ -794,12 +800,19 @@ func (o *op) versionedUnlink(parent uint64, name string, in *Inode) error {
 	return err
 }
 
-// removableTree refuses to remove what would lose versions: a bucket that
-// still has records, or a non-empty directory of a versioned bucket at once
-// (RemoveAll would collect its files without keeping them; removed file by
-// file, each is kept). Removing a bucket ends its versioning state.
+// removableTree refuses to remove what would lose versions or snapshots: a
+// top directory holding snapshots, a bucket that still has records, or a
+// non-empty directory of a versioned bucket at once (RemoveAll would collect
+// its files without keeping them; removed file by file, each is kept).
+// Removing a bucket ends its versioning state.
 func (o *op) removableTree(parent uint64, dir *Inode) error {
 	if parent == RootID {
+		if _, found, err := o.dentry(dir.ID, SnapshotDir); err != nil || found {
+			if err == nil {
+				err = fail(ErrNotEmpty, "%q holds snapshots (flyfs admin snapshot delete)", dir.Name)
+			}
+			return err
+		}
 		p := versionsOfBucket(dir.ID)
 		res, err := o.tx.GetRange(o.ctx, p, prefixEnd(p), kv.RangeOptions{Limit: 1})
 		if err != nil {

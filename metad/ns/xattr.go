@@ -74,6 +74,9 @@ func (n *Namespace) SetXattr(ctx context.Context, ino uint64, name string, value
 		if err != nil {
 			return err
 		}
+		if err := o.writable(in); err != nil {
+			return err
+		}
 		if _, err := checkACLXattr(in, name, value); err != nil {
 			return err
 		}
@@ -126,6 +129,9 @@ func (n *Namespace) RemoveXattr(ctx context.Context, ino uint64, name string) er
 	err := n.updateIdem(ctx, NewRequestID(), opRemoveXattr, func(o *op) error {
 		in, err := o.inode(ino)
 		if err != nil {
+			return err
+		}
+		if err := o.writable(in); err != nil {
 			return err
 		}
 		key := xattrKey(ino, name)

@@ -1,0 +1,262 @@
+package ns
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/flyfs/flyfs/core/kv"
+)
+
+// snapTree builds /data/run with files (written with a layout), a
+// subdirectory, a symlink, a hard link and a fifo, and /data/open open for
+// writing; it returns the open file's session.
+func snapTree(t *testing.T, e *tenv) Session {
+	t.Helper()
+	lay := Layout{TableID: 1, TableVersion: 1, ChunkSize: 1 << 20, Stripe: 1}
+	for _, d := range []string{"/data", "/data/run", "/data/run/sub"} {
+		if _, err := e.mkdir(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := func(path string, length uint64) {
+		p, name, err := e.pn(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := e.ns.Create(ctx, CreateRequest{Parent: p, Name: name, Mode: 0o640, UID: 5, Layout: &lay, Write: true, Exclusive: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.ns.Close(ctx, *r.Session, &LengthHint{Length: length, Wrote: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file("/data/run/a", 3<<20)
+	file("/data/run/b", 10)
+	file("/data/run/sub/c", 1<<20)
+	if _, err := e.symlink("/data/run/l", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.link("/data/run/a", "/data/run/sub/h"); err != nil {
+		t.Fatal(err)
+	}
+	p, _, _ := e.pn("/data/run/fifo")
+	if _, err := e.ns.Mknod(ctx, MknodRequest{Parent: p, Name: "fifo", Type: TypeFifo, Mode: 0o600}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := e.stat("/data/run/a")
+	if err := e.ns.SetXattr(ctx, a.ID, "user.tag", []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	dp, _, _ := e.pn("/data/open")
+	r, err := e.ns.Create(ctx, CreateRequest{Parent: dp, Name: "open", Mode: 0o644, Layout: &lay, Write: true, Exclusive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *r.Session
+}
+
+// listing renders a tree below path: name, type, mode, owner, length,
+// symlink target and nlink, one line per entry, sorted.
+func listing(t *testing.T, e *tenv, path string) string {
+	t.Helper()
+	var lines []string
+	var walk func(p, rel string)
+	walk = func(p, rel string) {
+		names, err := e.names(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			in, err := e.stat(p + "/" + n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, fmt.Sprintf("%s/%s %s %o %d %d %q %d", rel, n, in.Type, in.Mode, in.UID, in.Length, in.Target, in.Nlink))
+			if in.Type == TypeDir {
+				walk(p+"/"+n, rel+"/"+n)
+			}
+		}
+	}
+	walk(path, "")
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// TestSnapshot: a snapshot copies a tree at one moment (files sharing
+// chunks, links kept), lives under the top directory, refuses every change,
+// keeps its top directory from removal, leaves the live tree writable, and
+// goes with DeleteSnapshot, GC and fsck clean.
+func TestSnapshot(t *testing.T) {
+	e := newEnv(t, nil, testOpts())
+	open := snapTree(t, e)
+	run, _ := e.stat("/data/run")
+	before := listing(t, e, "/data/run")
+
+	info, err := e.ns.Snapshot(ctx, SnapshotRequest{ReqID: e.req("s1"), Dir: run.ID, Name: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Path != "/data/.flyfs-snapshots/s1/run" || info.Source != "/data/run" || info.Files != 3 || info.Dirs != 2 || info.Others != 2 || info.Bytes != 4<<20+10 {
+		t.Fatalf("snapshot: %+v", info)
+	}
+	if got := listing(t, e, info.Path); got != before {
+		t.Fatalf("snapshot tree:\n%s\nsource:\n%s", got, before)
+	}
+	sa, _ := e.stat(info.Path + "/a")
+	sh, _ := e.stat(info.Path + "/sub/h")
+	if sa.ID != sh.ID || sa.Nlink != 2 || !sa.ReadOnly || len(sa.Layers) != 1 {
+		t.Fatalf("snapshot's a: %+v (h %d)", sa, sh.ID)
+	}
+	if x, err := e.ns.GetXattr(ctx, sa.ID, "user.tag"); err != nil || string(x) != "x" {
+		t.Fatalf("snapshot's xattr: %q %v", x, err)
+	}
+	// A retry of the same request returns it; another request of the name
+	// is EEXIST.
+	if again, err := e.ns.Snapshot(ctx, SnapshotRequest{ReqID: e.req("s1"), Dir: run.ID, Name: "s1"}); err != nil || again.Root != info.Root {
+		t.Fatalf("retry: %+v %v", again, err)
+	}
+	if _, err := e.ns.Snapshot(ctx, SnapshotRequest{Dir: run.ID, Name: "s1"}); !errors.Is(err, ErrExist) {
+		t.Fatalf("same name again: %v", err)
+	}
+
+	// Nothing in it changes.
+	sp, _ := e.stat(info.Path)
+	ro := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, syscall.EROFS) {
+			t.Errorf("%s in a snapshot: %v, want EROFS", what, err)
+		}
+	}
+	_, err = e.ns.Create(ctx, CreateRequest{Parent: sp.ID, Name: "new", Mode: 0o644})
+	ro("create", err)
+	_, err = e.mkdir(info.Path + "/d")
+	ro("mkdir", err)
+	ro("unlink", e.unlink(info.Path+"/b"))
+	ro("rmdir", e.rmdir(info.Path+"/sub"))
+	ro("remove -r", e.ns.RemoveAll(ctx, RemoveRequest{Parent: sp.ID, Name: "sub"}))
+	ro("rename out", e.rename(info.Path+"/b", "/data/b", 0))
+	ro("rename in", e.rename("/data/run/b", info.Path+"/b2", 0))
+	ro("rename of the snapshot", e.rename(info.Path, "/data/x", 0))
+	_, err = e.ns.SetAttr(ctx, sa.ID, SetAttrRequest{Mask: SetMode, Mode: 0o777})
+	ro("chmod", err)
+	_, err = e.ns.Truncate(ctx, sa.ID, 0)
+	ro("truncate", err)
+	ro("setxattr", e.ns.SetXattr(ctx, sa.ID, "user.k", []byte("v"), 0))
+	ro("removexattr", e.ns.RemoveXattr(ctx, sa.ID, "user.tag"))
+	_, err = e.ns.Open(ctx, sa.ID, syscall.O_WRONLY, ClientID("w"))
+	ro("open for writing", err)
+	_, err = e.link(info.Path+"/b", "/data/blink")
+	ro("link", err)
+	ro("remove the snapshots' directory", e.ns.RemoveAll(ctx, RemoveRequest{Parent: mustIno(e, "/data"), Name: SnapshotDir}))
+	if err := e.ns.RemoveAll(ctx, RemoveRequest{Parent: RootID, Name: "data"}); !errors.Is(err, ErrNotEmpty) {
+		t.Errorf("remove -r of the top directory holding snapshots: %v", err)
+	}
+	// Copying out of it is how a file is restored.
+	if _, err := e.ns.Clone(ctx, CloneRequest{Src: sa.ID, Parent: run.ID, Name: "a.restored", Mode: 0o644}); err != nil {
+		t.Fatalf("clone out of a snapshot: %v", err)
+	}
+
+	// The live tree goes on: a's write leaves the snapshot's a as it was.
+	a, _ := e.stat("/data/run/a")
+	w, err := e.ns.Open(ctx, a.ID, syscall.O_WRONLY, ClientID("w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ns.Close(ctx, *w.Session, &LengthHint{TruncateVer: a.TruncateVer, Length: 9 << 20, Wrote: true}); err != nil {
+		t.Fatal(err)
+	}
+	if sa2, _ := e.stat(info.Path + "/a"); sa2.Length != 3<<20 || !slices.Equal(sa2.Layers, sa.Layers) {
+		t.Fatalf("snapshot's a after the live a grew: %+v", sa2)
+	}
+	mustFsck(t, e.db)
+
+	// A snapshot of the whole top directory: the file open for writing is
+	// not captured, the snapshots are not copied into it.
+	data, _ := e.stat("/data")
+	whole, err := e.ns.Snapshot(ctx, SnapshotRequest{Dir: data.ID, Name: "s2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(whole.Skipped, []string{"open"}) || whole.Path != "/data/.flyfs-snapshots/s2" {
+		t.Fatalf("whole top directory: %+v", whole)
+	}
+	if names, _ := e.names(whole.Path); slices.Contains(names, SnapshotDir) || !slices.Contains(names, "run") || slices.Contains(names, "open") {
+		t.Fatalf("whole top directory's snapshot holds %v", names)
+	}
+	if _, err := e.ns.Snapshot(ctx, SnapshotRequest{Dir: RootID, Name: "x"}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("snapshot of the root: %v", err)
+	}
+	if _, err := e.ns.Snapshot(ctx, SnapshotRequest{Dir: sp.ID, Name: "x"}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("snapshot inside a snapshot: %v", err)
+	}
+	list, err := e.ns.ListSnapshots(ctx)
+	if err != nil || len(list) != 2 || list[0].Name != "s1" || list[1].Name != "s2" {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	mustFsck(t, e.db)
+
+	// Delete both: the trees go through GC, the directory with the last.
+	if _, err := e.ns.Close(ctx, open, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"s1", "s2"} {
+		if err := e.ns.DeleteSnapshot(ctx, NewRequestID(), data.ID, name); err != nil {
+			t.Fatal(err)
+		}
+		drainGC(t, e.ns)
+		mustFsck(t, e.db)
+	}
+	if names, _ := e.names("/data"); slices.Contains(names, SnapshotDir) {
+		t.Fatalf("the snapshots' directory outlived its snapshots: %v", names)
+	}
+	if err := e.ns.DeleteSnapshot(ctx, NewRequestID(), data.ID, "s1"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("delete of a deleted snapshot: %v", err)
+	}
+	if got := listing(t, e, "/data/run"); !strings.Contains(got, "/a file 640 5 9437184") {
+		t.Fatalf("live tree after the snapshots went:\n%s", got)
+	}
+	if err := e.ns.RemoveAll(ctx, RemoveRequest{Parent: RootID, Name: "data"}); err != nil {
+		t.Fatal(err)
+	}
+	drainGC(t, e.ns)
+	mustFsck(t, e.db)
+}
+
+// TestSnapshotUnderFaults: snapshots made and deleted while commits report
+// "maybe committed" and reads fail: each retry finds its own work, and the
+// namespace stays consistent.
+func TestSnapshotUnderFaults(t *testing.T) {
+	e := newEnv(t, &kv.Faults{ReadRate: 0.01, CommitRate: 0.3, Seed: 11}, testOpts())
+	snapTree(t, e)
+	run, err := e.stat("/data/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := e.stat("/data")
+	for i := 0; i < 6; i++ {
+		name := fmt.Sprintf("s%d", i)
+		if _, err := e.ns.Snapshot(ctx, SnapshotRequest{Dir: run.ID, Name: name}); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 {
+			if err := e.ns.DeleteSnapshot(ctx, NewRequestID(), data.ID, fmt.Sprintf("s%d", i-1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	drainGC(t, e.ns)
+	mustFsck(t, e.db)
+	list, err := e.ns.ListSnapshots(ctx)
+	if err != nil || len(list) != 3 {
+		t.Fatalf("list: %d %v", len(list), err)
+	}
+	if c := e.db.FaultCounts(); c.MaybeCommitted == 0 {
+		t.Fatalf("no commit reported maybe committed: %+v", c)
+	}
+}
