@@ -74,6 +74,9 @@ var metadMethods = []rpctest.Method{
 	rpctest.M[metaapi.Empty](metaapi.MethodTrashEmpty),
 	rpctest.M[metaapi.ListSessionsReq](metaapi.MethodListSessions),
 	rpctest.M[metaapi.CloneReq](metaapi.MethodClone),
+	rpctest.M[metaapi.SnapshotCreateReq](metaapi.MethodSnapshotCreate),
+	rpctest.M[metaapi.Empty](metaapi.MethodSnapshotList),
+	rpctest.M[metaapi.SnapshotDeleteReq](metaapi.MethodSnapshotDelete),
 }
 
 func methodIndex(m rpc.Method) uint8 {
@@ -210,6 +213,9 @@ func FuzzMetadHandlers(f *testing.F) {
 	add(metaapi.MethodTrashEmpty, &metaapi.Empty{})
 	add(metaapi.MethodListSessions, &metaapi.ListSessionsReq{Limit: 2})
 	add(metaapi.MethodClone, &metaapi.CloneReq{ReqID: rid(23), Src: m.file, Parent: m.dir, Name: "clone", Mode: 0o644})
+	add(metaapi.MethodSnapshotCreate, &metaapi.SnapshotCreateReq{ReqID: rid(24), Dir: m.dir, Name: "snap"})
+	add(metaapi.MethodSnapshotList, &metaapi.Empty{})
+	add(metaapi.MethodSnapshotDelete, &metaapi.SnapshotDeleteReq{ReqID: rid(25), Top: m.dir, Name: "snap"})
 	add(metaapi.MethodTrashRestore, &metaapi.TrashRestoreReq{ReqID: rid(22), Ino: m.file, ToParent: m.dir, ToName: "back"})
 	add(metaapi.MethodSetRetention, &metaapi.RetentionReq{Ino: m.file, SetRetention: true, Mode: metaapi.RetainGovernance, Until: 1 << 62, SetHold: true, LegalHold: true})
 	add(metaapi.MethodDeleteVersion, &metaapi.DeleteVersionReq{ReqID: rid(21), Bucket: m.dir, Key: "a/b/f", ID: "null", PruneImplicit: true})

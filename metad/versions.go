@@ -22,6 +22,9 @@ func (s *Server) serveVersions() {
 	handle(s, metaapi.MethodTrashEmpty, s.trashEmpty)
 	handle(s, metaapi.MethodListSessions, s.listSessions)
 	handle(s, metaapi.MethodClone, s.clone)
+	handle(s, metaapi.MethodSnapshotCreate, s.snapshotCreate)
+	handle(s, metaapi.MethodSnapshotList, s.snapshotList)
+	handle(s, metaapi.MethodSnapshotDelete, s.snapshotDelete)
 }
 
 func (s *Server) versionScope(ctx context.Context, r *metaapi.InodeReq, _ []byte) (*metaapi.VersionScopeResp, []byte, error) {

@@ -45,7 +45,7 @@ are sent to the primary, found by following redirects).`,
 	addTokenFlags(pf, &o.tok)
 	pf.DurationVar(&o.timeout, "timeout", 10*time.Second, "give up after this long")
 	cmd.AddCommand(adminNodesCmd(o), adminChainsCmd(o), adminCreateChainsCmd(o), adminHoldCmd(o, true), adminHoldCmd(o, false))
-	cmd.AddCommand(adminFsckCmd(o), adminKeysCmd(o), adminGCCmd(o), adminWaitCmd(o), adminCacheCmd(), adminMaintenanceCmd(o), adminAuditCmd(o), adminTrashCmd(o))
+	cmd.AddCommand(adminFsckCmd(o), adminKeysCmd(o), adminGCCmd(o), adminWaitCmd(o), adminCacheCmd(), adminMaintenanceCmd(o), adminAuditCmd(o), adminTrashCmd(o), adminSnapshotCmd(o))
 	return cmd
 }
 
