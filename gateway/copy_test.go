@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -112,5 +113,82 @@ func TestLiveCopySharesChunks(t *testing.T) {
 	}
 	if b, _ := get("src"); string(b) != "new source" {
 		t.Fatalf("source: %q", b)
+	}
+}
+
+// TestLiveSnapshotOverS3: a snapshot of a bucket's prefix lists and reads
+// over S3 under .flyfs-snapshots/NAME/, the objects as they were when the
+// live ones are overwritten and deleted; writes and deletes into it are
+// AccessDenied; DeleteBucket refuses while the bucket holds snapshots.
+func TestLiveSnapshotOverS3(t *testing.T) {
+	l := startGW(t)
+	c := l.root(t)
+	ctx := context.Background()
+	mustBucket(t, c, "snaps")
+	objs := map[string]string{"run/a.bin": strings.Repeat("a", 2<<20+5), "run/sub/b.txt": "b", "other": "o"}
+	for k, v := range objs {
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("snaps"), Key: aws.String(k), Body: strings.NewReader(v)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run, err := l.fs.Meta().Resolve(ctx, "/snaps/run", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := l.fs.Meta().SnapshotCreate(ctx, run.ID, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Path != "/snaps/.flyfs-snapshots/s1/run" {
+		t.Fatalf("snapshot at %s", s.Path)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("snaps"), Key: aws.String("run/a.bin"), Body: strings.NewReader("new")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("snaps"), Key: aws.String("run/sub/b.txt")}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("snaps"), Prefix: aws.String(".flyfs-snapshots/s1/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range out.Contents {
+		keys = append(keys, aws.ToString(o.Key))
+	}
+	if want := []string{".flyfs-snapshots/s1/run/a.bin", ".flyfs-snapshots/s1/run/sub/b.txt"}; strings.Join(keys, ",") != strings.Join(want, ",") {
+		t.Fatalf("snapshot listing %v, want %v", keys, want)
+	}
+	for _, k := range []string{"run/a.bin", "run/sub/b.txt"} {
+		g, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("snaps"), Key: aws.String(".flyfs-snapshots/s1/" + k)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(g.Body)
+		g.Body.Close()
+		if string(b) != objs[k] {
+			t.Fatalf("snapshot's %s: %d bytes", k, len(b))
+		}
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("snaps"), Key: aws.String(".flyfs-snapshots/s1/run/x"), Body: strings.NewReader("x")}); errCodeOf(err) != "AccessDenied" {
+		t.Fatalf("PUT into a snapshot: %v", err)
+	}
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("snaps"), Key: aws.String(".flyfs-snapshots/s1/run/a.bin")}); errCodeOf(err) != "AccessDenied" {
+		t.Fatalf("DELETE in a snapshot: %v", err)
+	}
+	// Restore by copy: CopyObject out of the snapshot.
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("snaps"), Key: aws.String("run/a.bin"), CopySource: aws.String("snaps/.flyfs-snapshots/s1/run/a.bin")}); err != nil {
+		t.Fatalf("copy out of the snapshot: %v", err)
+	}
+	if g, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("snaps"), Key: aws.String("run/a.bin")}); err != nil {
+		t.Fatal(err)
+	} else if b, _ := io.ReadAll(g.Body); string(b) != objs["run/a.bin"] {
+		t.Fatalf("restored object: %d bytes", len(b))
+	}
+	for k := range objs {
+		c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("snaps"), Key: aws.String(k)})
+	}
+	if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("snaps")}); errCodeOf(err) != "BucketNotEmpty" {
+		t.Fatalf("DeleteBucket of a bucket holding snapshots: %v", err)
 	}
 }

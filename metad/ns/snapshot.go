@@ -130,7 +130,8 @@ func (n *Namespace) Snapshot(ctx context.Context, req SnapshotRequest) (Snapshot
 			if container, err = o.copyDir(top, top.ID, SnapshotDir, RequestID{}); err != nil {
 				return err
 			}
-			container.Mode = 0o555
+			// Implicit: S3 lists the snapshots' objects, not directory markers.
+			container.Mode, container.Implicit = 0o555, true
 			container.Mtime, container.Atime = o.now, o.now
 			o.putInode(container)
 		}
@@ -145,6 +146,10 @@ func (n *Namespace) Snapshot(ctx context.Context, req SnapshotRequest) (Snapshot
 			return err
 		}
 		info.Root = root.ID
+		if !root.Implicit {
+			root.Implicit = true
+			o.putInode(root)
+		}
 		dst := root
 		for _, d := range chain[1:] {
 			if dst, err = o.copyDir(d, dst.ID, d.Name, RequestID{}); err != nil {
@@ -179,7 +184,7 @@ func (o *op) copyDir(src *Inode, parent uint64, name string, req RequestID) (*In
 	}
 	in := &Inode{ID: id, Type: TypeDir, Mode: src.Mode, UID: src.UID, GID: src.GID, CountsSubdirs: true,
 		Atime: src.Atime, Mtime: v.Mtime, Ctime: o.now, Nlink: 1, Parent: parent, Name: name,
-		DefaultLayout: src.DefaultLayout, ReadOnly: true}
+		DefaultLayout: src.DefaultLayout, Implicit: src.Implicit, ReadOnly: true}
 	if err := o.copyXattrs(src.ID, id); err != nil {
 		return nil, err
 	}
