@@ -27,7 +27,7 @@ func benchCmd() *cobra.Command {
 Each subcommand's help names what it compares against.`,
 	}
 	cmd.AddCommand(benchKVCmd(), benchRPCCmd(), benchStorageCmd(), benchRecoveryCmd(), benchMetaCmd())
-	cmd.AddCommand(benchEngineCmd(), benchFSCmd(), benchFuseCmd(), benchMdtestCmd(), benchS3Cmd(), benchS3GatewayCmd(), benchCacheCmd())
+	cmd.AddCommand(benchEngineCmd(), benchFSCmd(), benchFuseCmd(), benchMdtestCmd(), benchS3Cmd(), benchS3GatewayCmd(), benchCacheCmd(), benchSnapshotCmd())
 	return cmd
 }
 

@@ -164,6 +164,9 @@ func (n *Namespace) Snapshot(ctx context.Context, req SnapshotRequest) (Snapshot
 		res = info
 		return nil
 	})
+	if kv.CodeOf(err) == kv.CodeTxnTooLarge || kv.CodeOf(err) == kv.CodeTxnTooLong {
+		err = fail(ErrTooBig, "the tree is larger than one snapshot can copy (one metadata transaction: %v); snapshot its subdirectories one by one", err)
+	}
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("snapshot %q: %w", req.Name, err)
 	}
