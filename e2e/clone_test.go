@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"testing"
@@ -180,5 +181,167 @@ func TestCloneSharesChunksUntilWritten(t *testing.T) {
 	rep, err = ns.Check(ctx, db)
 	if err != nil || !rep.Clean() {
 		t.Fatalf("fsck after GC: %v %s", err, rep.String())
+	}
+}
+
+// TestCloneWritesThroughStorageFailures: a source and its clone are written
+// at random places (first writes of shared chunks copy the layer at the
+// head) while storage nodes are killed and restarted one after another, so
+// copies run through head failovers and targets syncing back. Every write
+// that returned is in its file, neither file sees the other's, the layer
+// is unchanged, and after removal GC leaves no chunk and fsck is clean.
+func TestCloneWritesThroughStorageFailures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts storage nodes for several seconds")
+	}
+	c := harness.StartCluster(t, harness.ClusterConfig{Nodes: 3, Chains: 4, T: time.Second, NoSync: true})
+	ctx := context.Background()
+	rc := c.RPCClient("client")
+	src, err := client.NewMgmtdSource(ctx, c.MgmtdAddrs(), rc, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	db := memkv.Open(kv.Options{})
+	m, err := metad.New(metad.Config{KV: db, Routing: src, Storage: rc, GCInterval: 50 * time.Millisecond,
+		Namespace: ns.Options{GCGrace: -1}, DefaultChunkSize: 1 << 20, DefaultStripe: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go m.Serve(l)
+	defer m.Close()
+	fs := client.NewFS(src, rc, []string{l.Addr().String()}, client.NewChunkIO(src, rc, 30*time.Second))
+
+	r := rand.New(rand.NewPCG(5, 6))
+	orig := make([]byte, 8<<20)
+	for i := range orig {
+		orig[i] = byte(r.Uint32())
+	}
+	f, err := fs.Create(ctx, "/src", 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(orig, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	in, _ := fs.Stat(ctx, "/src")
+	if _, err := fs.Meta().Clone(ctx, in.ID, ns.RootID, "clone", false, 0o644, client.Creds{}); err != nil {
+		t.Fatal(err)
+	}
+	keep, err := fs.Meta().Clone(ctx, in.ID, ns.RootID, "keep", false, 0o644, client.Creds{}) // never written: the layer as it was
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = keep
+
+	models := map[string][]byte{"/src": bytes.Clone(orig), "/clone": bytes.Clone(orig)}
+	stop := make(chan struct{})
+	errs := make(chan error, 2)
+	for name, model := range models {
+		go func(name string, model []byte, seed uint64) {
+			r := rand.New(rand.NewPCG(seed, 7))
+			fh, err := fs.OpenFile(ctx, name, 1 /* O_WRONLY */, 0)
+			if err != nil {
+				errs <- err
+				return
+			}
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					if i < 20 {
+						fh.Close()
+						errs <- fmt.Errorf("%s: only %d writes during the failures", name, i)
+						return
+					}
+					t.Logf("%s: %d writes", name, i)
+					errs <- fh.Close()
+					return
+				default:
+				}
+				n := 1 + r.IntN(300<<10)
+				off := r.IntN(len(model) - n)
+				data := make([]byte, n)
+				for j := range data {
+					data[j] = byte(r.Uint32())
+				}
+				if _, err := fh.WriteAt(data, int64(off)); err != nil {
+					fh.Close()
+					errs <- fmt.Errorf("%s write %d at %d: %w", name, i, off, err)
+					return
+				}
+				copy(model[off:], data)
+			}
+		}(name, model, uint64(len(name)))
+	}
+	for _, node := range []int{0, 1, 2} {
+		time.Sleep(300 * time.Millisecond)
+		c.Kill(node)
+		time.Sleep(1500 * time.Millisecond)
+		if err := c.Start(node); err != nil {
+			t.Fatal(err)
+		}
+		c.WaitHealthy(30 * time.Second)
+	}
+	close(stop)
+	for range models {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(p string, want []byte) {
+		t.Helper()
+		fh, err := fs.Open(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		got := make([]byte, len(want))
+		if n, _ := fh.ReadAt(got, 0); n != len(want) || !bytes.Equal(got, want) {
+			i := 0
+			for i < n && got[i] == want[i] {
+				i++
+			}
+			t.Fatalf("%s: %d bytes read, first difference at %d", p, n, i)
+		}
+	}
+	for p, want := range models {
+		check(p, want)
+	}
+	check("/keep", orig)
+	rep, err := ns.Check(ctx, db)
+	if err != nil || !rep.Clean() {
+		t.Fatalf("fsck: %v %s", err, rep.String())
+	}
+	for _, p := range []string{"/src", "/clone", "/keep"} {
+		if err := fs.Remove(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api := storageapi.Client{RPC: rc}
+	left := func() int {
+		n := 0
+		for _, node := range c.Nodes {
+			for chain := uint32(1); chain <= 4; chain++ {
+				resp, err := api.DumpChunkMeta(ctx, node.Addr, &storageapi.ChunkRange{Chain: chain, Begin: layout.ChunkID{}, End: layout.MakeChunkID(^uint64(0), 0)})
+				if err == nil {
+					n += len(resp.Metas)
+				}
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for left() > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := left(); n != 0 {
+		t.Fatalf("%d chunk replicas left after every file went", n)
 	}
 }
