@@ -74,6 +74,7 @@ var metadMethods = []rpctest.Method{
 	rpctest.M[metaapi.Empty](metaapi.MethodTrashEmpty),
 	rpctest.M[metaapi.ListSessionsReq](metaapi.MethodListSessions),
 	rpctest.M[metaapi.CloneReq](metaapi.MethodClone),
+	rpctest.M[metaapi.CloneIntoReq](metaapi.MethodCloneInto),
 	rpctest.M[metaapi.SnapshotCreateReq](metaapi.MethodSnapshotCreate),
 	rpctest.M[metaapi.Empty](metaapi.MethodSnapshotList),
 	rpctest.M[metaapi.SnapshotDeleteReq](metaapi.MethodSnapshotDelete),
@@ -213,6 +214,7 @@ func FuzzMetadHandlers(f *testing.F) {
 	add(metaapi.MethodTrashEmpty, &metaapi.Empty{})
 	add(metaapi.MethodListSessions, &metaapi.ListSessionsReq{Limit: 2})
 	add(metaapi.MethodClone, &metaapi.CloneReq{ReqID: rid(23), Src: m.file, Parent: m.dir, Name: "clone", Mode: 0o644})
+	add(metaapi.MethodCloneInto, &metaapi.CloneIntoReq{ReqID: rid(26), Src: m.file, Session: []byte{0xa1, 0x01, 0x05}})
 	add(metaapi.MethodSnapshotCreate, &metaapi.SnapshotCreateReq{ReqID: rid(24), Dir: m.dir, Name: "snap"})
 	add(metaapi.MethodSnapshotList, &metaapi.Empty{})
 	add(metaapi.MethodSnapshotDelete, &metaapi.SnapshotDeleteReq{ReqID: rid(25), Top: m.dir, Name: "snap"})

@@ -284,6 +284,14 @@ func (s *Server) clone(ctx context.Context, r *metaapi.CloneReq, _ []byte) (*met
 		Preserve: r.Preserve, Mode: r.Mode, UID: r.UID, GID: r.GID}))
 }
 
+func (s *Server) cloneInto(ctx context.Context, r *metaapi.CloneIntoReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
+	var sess ns.Session
+	if err := cbor.Unmarshal(r.Session, &sess); err != nil {
+		return nil, nil, metaapi.ErrnoError(syscall.EBADF, "bad session handle")
+	}
+	return inodeResp(s.ns.ShareInto(ctx, ns.RequestID(r.ReqID), r.Src, sess))
+}
+
 func (s *Server) readDir(ctx context.Context, r *metaapi.ReadDirReq, _ []byte) (*metaapi.ReadDirResp, []byte, error) {
 	ents, more, err := s.ns.ReadDir(ctx, r.Dir, r.After, r.Limit)
 	if err != nil {

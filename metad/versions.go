@@ -22,6 +22,7 @@ func (s *Server) serveVersions() {
 	handle(s, metaapi.MethodTrashEmpty, s.trashEmpty)
 	handle(s, metaapi.MethodListSessions, s.listSessions)
 	handle(s, metaapi.MethodClone, s.clone)
+	handle(s, metaapi.MethodCloneInto, s.cloneInto)
 	handle(s, metaapi.MethodSnapshotCreate, s.snapshotCreate)
 	handle(s, metaapi.MethodSnapshotList, s.snapshotList)
 	handle(s, metaapi.MethodSnapshotDelete, s.snapshotDelete)

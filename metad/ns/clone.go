@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/layout"
 )
 
@@ -95,6 +96,22 @@ func (o *op) cloneFile(src, p *Inode, id uint64, data *uint64, name string, req 
 	case len(src.Layers) >= layout.MaxLayers:
 		return nil, fail(ErrInvalid, "inode %d already reads through %d layers", src.ID, len(src.Layers))
 	}
+	layers, err := o.shareOf(src, data)
+	if err != nil {
+		return nil, err
+	}
+	in := &Inode{ID: id, Type: TypeFile, Nlink: 1, Length: src.Length, Layout: src.Layout, StripeHint: src.StripeHint,
+		Layers: layers, OwnClean: true, Gen: 1, Atime: o.now, Mtime: o.now, Ctime: o.now}
+	o.createInode(in)
+	o.putDentry(p.ID, name, &Dentry{Ino: id, Type: TypeFile, ReqID: req})
+	return in, nil
+}
+
+// shareOf returns the layers a new reader of src's bytes lists, each
+// counted once more: src's own chunks frozen into a layer first unless it
+// owns none (data is the id src writes under then: allocated when 0, then
+// reset). A file open for writing is EBUSY.
+func (o *op) shareOf(src *Inode, data *uint64) ([]layout.Layer, error) {
 	busy, err := o.hasSessions(src.ID)
 	if err != nil {
 		return nil, err
@@ -121,11 +138,7 @@ func (o *op) cloneFile(src, p *Inode, id uint64, data *uint64, name string, req 
 	if err := o.refLayers(src.Layers); err != nil {
 		return nil, err
 	}
-	in := &Inode{ID: id, Type: TypeFile, Nlink: 1, Length: src.Length, Layout: src.Layout, StripeHint: src.StripeHint,
-		Layers: slices.Clone(src.Layers), OwnClean: true, Gen: 1, Atime: o.now, Mtime: o.now, Ctime: o.now}
-	o.createInode(in)
-	o.putDentry(p.ID, name, &Dentry{Ino: id, Type: TypeFile, ReqID: req})
-	return in, nil
+	return slices.Clone(src.Layers), nil
 }
 
 // copyXattrs gives dst every xattr of src.
@@ -135,4 +148,73 @@ func (o *op) copyXattrs(src, dst uint64) error {
 		o.tx.Set(xattrKey(dst, string(k[len(p):])), v)
 		return nil
 	})
+}
+
+// ShareInto gives dst, an empty file open for writing by session s only,
+// the bytes of src without copying them (copy_file_range of a whole file
+// into a new one): dst reads through src's layers (src's own chunks frozen
+// first) and takes its length and layout; its writer must reopen its view. dst must be empty with no layers, and the
+// session's writer must not have written to it (its chunks would lie over
+// the layers); another writer of dst or any writer of src is EBUSY. A retry
+// of ReqID returns dst as the first attempt left it.
+func (n *Namespace) ShareInto(ctx context.Context, req RequestID, src uint64, s Session) (Inode, error) {
+	var data uint64
+	err := n.updateIdem(ctx, req.orNew(), opShareInto, func(o *op) error {
+		if src == s.Ino {
+			return fail(ErrInvalid, "share inode %d into itself", src)
+		}
+		dst, err := o.inode(s.Ino)
+		if err != nil {
+			return err
+		}
+		switch {
+		case dst.Type != TypeFile:
+			return fail(ErrInvalid, "share into a %s", dst.Type)
+		case dst.Length != 0 || len(dst.Layers) != 0:
+			return fail(ErrInvalid, "share into inode %d of %d bytes", dst.ID, dst.Length)
+		}
+		if err := o.changeable(dst); err != nil {
+			return err
+		}
+		if _, open, err := o.tx.Get(o.ctx, sessionKey(s.Ino, s.ID)); err != nil {
+			return err
+		} else if !open {
+			return fail(ErrInvalid, "session of inode %d is not open", s.Ino)
+		}
+		p := sessionPrefix(s.Ino)
+		res, err := o.tx.GetRange(o.ctx, p, prefixEnd(p), kv.RangeOptions{Limit: 2})
+		if err != nil {
+			return err
+		}
+		if len(res.KVs) > 1 {
+			return fail(ErrBusy, "inode %d has another writer", s.Ino)
+		}
+		in, err := o.inode(src)
+		if err != nil {
+			return err
+		}
+		switch {
+		case in.Type != TypeFile:
+			return fail(ErrInvalid, "share of a %s", in.Type)
+		case in.Length == 0:
+			return nil
+		}
+		// The clone's steps on an existing file: freeze, reference, adopt.
+		tmp, err := o.shareOf(in, &data)
+		if err != nil {
+			return err
+		}
+		// dst holds no byte yet, so it takes src's layout too: a file and
+		// its layers must agree on where each chunk lives.
+		dst.Layers, dst.Layout, dst.StripeHint = tmp, in.Layout, in.StripeHint
+		o.setLength(dst, in.Length)
+		dst.Gen++
+		dst.Mtime, dst.Ctime = o.now, o.now
+		o.putInode(dst)
+		return nil
+	})
+	if err != nil {
+		return Inode{}, fmt.Errorf("share %d into %d: %w", src, s.Ino, err)
+	}
+	return n.Stat(ctx, s.Ino)
 }

@@ -50,6 +50,8 @@ const (
 	opDeleteKey
 	opDeleteVersion
 	opRestoreTrash
+	opDeleteSnapshot
+	opShareInto
 )
 
 // idemRecord is the stored outcome of a remove-type request. Errors are

@@ -311,7 +311,7 @@ func (n *Namespace) ListSnapshots(ctx context.Context) ([]SnapshotInfo, error) {
 // at once (GC frees it in batches, and a shared chunk only when no file
 // reads it any more), its record with it.
 func (n *Namespace) DeleteSnapshot(ctx context.Context, req RequestID, top uint64, name string) error {
-	err := n.updateIdem(ctx, req.orNew(), opRemoveAll, func(o *op) error {
+	err := n.updateIdem(ctx, req.orNew(), opDeleteSnapshot, func(o *op) error {
 		o.snapshotting = true
 		v, found, err := o.tx.Get(o.ctx, snapshotKey(top, name))
 		if err != nil {

@@ -32,6 +32,9 @@ type handle struct {
 	live  atomic.Bool // the write session is open (changes under mu)
 	dirty atomic.Bool
 	from  genSeen // the inode when the session began (under mu)
+	// shared: a whole-file copy_file_range taken by sharing chunks, while
+	// nothing wrote since (copyrange.go).
+	shared atomic.Pointer[sharedCopy]
 }
 
 // openInode is this mount's state of an open inode: its handles, the
@@ -223,6 +226,7 @@ func (h *handle) writeAt(ctx context.Context, f *fileSystem, p []byte, off int64
 	}
 	defer h.mu.RUnlock()
 	h.dirty.Store(true)
+	h.shared.Store(nil)
 	return h.f.Load().WriteAtContext(ctx, p, off)
 }
 
@@ -594,6 +598,7 @@ func (f *fileSystem) truncate(ctx context.Context, ino uint64, size uint64) (met
 		h.mu.RLock()
 		if h.live.Load() {
 			file := h.f.Load()
+			h.shared.Store(nil)
 			if err = file.Truncate(ctx, int64(size)); err != nil {
 				h.mu.RUnlock()
 				return metaapi.Inode{}, err
