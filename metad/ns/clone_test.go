@@ -167,3 +167,57 @@ func TestCloneLayers(t *testing.T) {
 	}
 	mustFsck(t, e.db)
 }
+
+// ShareInto gives an empty file open for writing another file's bytes:
+// layers, length and layout; a retry answers the same; a file with bytes,
+// a second writer or a source open for writing are refused.
+func TestShareInto(t *testing.T) {
+	e := newEnv(t, nil, testOpts())
+	lay := Layout{TableID: 1, TableVersion: 1, ChunkSize: 1 << 20, Stripe: 1, Seed: 3}
+	r, err := e.ns.Create(ctx, CreateRequest{Parent: RootID, Name: "src", Mode: 0o644, Layout: &lay, Write: true, Exclusive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := e.ns.Close(ctx, *r.Session, &LengthHint{Length: 3 << 20, Wrote: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := Layout{TableID: 1, TableVersion: 1, ChunkSize: 1 << 20, Stripe: 1, Seed: 9}
+	d, err := e.ns.Create(ctx, CreateRequest{Parent: RootID, Name: "dst", Mode: 0o644, Layout: &other, Write: true, Exclusive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := NewRequestID()
+	dst, err := e.ns.ShareInto(ctx, req, src.ID, *d.Session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dst.Length != 3<<20 || dst.Layout != lay || len(dst.Layers) != 1 || dst.Layers[0].ID != src.ID {
+		t.Fatalf("shared into: %+v", dst)
+	}
+	if again, err := e.ns.ShareInto(ctx, req, src.ID, *d.Session); err != nil || again.Length != dst.Length || len(again.Layers) != 1 {
+		t.Fatalf("retry: %+v %v", again, err)
+	}
+	mustFsck(t, e.db)
+	if _, err := e.ns.ShareInto(ctx, NewRequestID(), src.ID, *d.Session); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("share into a file with bytes: %v", err)
+	}
+	// A second writer of the destination, a writer of the source.
+	d2, _ := e.ns.Create(ctx, CreateRequest{Parent: RootID, Name: "dst2", Mode: 0o644, Layout: &other, Write: true, Exclusive: true})
+	extra, err := e.ns.Open(ctx, d2.Inode.ID, 1, ClientID("other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ns.ShareInto(ctx, NewRequestID(), src.ID, *d2.Session); !errors.Is(err, ErrBusy) {
+		t.Fatalf("share into a file with another writer: %v", err)
+	}
+	e.ns.Close(ctx, *extra.Session, nil)
+	w, _ := e.ns.Open(ctx, src.ID, 1, ClientID("w"))
+	if _, err := e.ns.ShareInto(ctx, NewRequestID(), src.ID, *d2.Session); !errors.Is(err, ErrBusy) {
+		t.Fatalf("share of a source open for writing: %v", err)
+	}
+	e.ns.Close(ctx, *w.Session, nil)
+	e.ns.Close(ctx, *d.Session, nil)
+	e.ns.Close(ctx, *d2.Session, nil)
+	mustFsck(t, e.db)
+}
