@@ -9,7 +9,7 @@ import (
 
 func snapshotWire(s ns.SnapshotInfo) metaapi.Snapshot {
 	return metaapi.Snapshot{Top: s.Top, Name: s.Name, Root: s.Root, Source: s.Source, Path: s.Path, Created: s.Created,
-		Files: s.Files, Dirs: s.Dirs, Others: s.Others, Bytes: s.Bytes, Skipped: s.Skipped}
+		Files: s.Files, Dirs: s.Dirs, Others: s.Others, Bytes: s.Bytes, Skipped: s.Skipped, Batches: s.Batches, Building: s.Building}
 }
 
 func (s *Server) snapshotCreate(ctx context.Context, r *metaapi.SnapshotCreateReq, _ []byte) (*metaapi.SnapshotResp, []byte, error) {

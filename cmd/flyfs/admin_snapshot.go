@@ -25,8 +25,10 @@ bucket, for S3) as /TOP/.flyfs-snapshots/NAME/<path from TOP to the tree>,
 readable through the mount and over S3 as that prefix, and nothing can change it
 (EROFS through the mount, AccessDenied over S3) until 'delete'. A top directory
 holding snapshots cannot be removed. A file open for writing at the moment is not
-captured: the snapshot lists it as skipped. The tree is copied in one metadata
-transaction, which bounds its size (the KV's transaction limits).`,
+captured: the snapshot lists it as skipped. A tree that fits one metadata
+transaction (about 15,000 files) is copied in it; a larger one in several, while
+every namespace change waits (a freeze of about a second per 30,000 files, at most
+a minute), so the copy is still the tree at one moment.`,
 	}
 	create := &cobra.Command{
 		Use:   "create PATH NAME",
@@ -52,6 +54,9 @@ transaction, which bounds its size (the KV's transaction limits).`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "snapshot %s of %s at %s: %d files (%s), %d directories, %d others\n",
 				s.Name, s.Source, s.Path, s.Files, adminBytes(s.Bytes), s.Dirs, s.Others)
+			if s.Batches > 1 {
+				fmt.Fprintf(out, "copied in %d metadata transactions; namespace changes waited meanwhile\n", s.Batches)
+			}
 			for _, p := range s.Skipped {
 				fmt.Fprintf(cmd.ErrOrStderr(), "not captured (open for writing at the moment): %s\n", p)
 			}
@@ -89,7 +94,11 @@ transaction, which bounds its size (the KV's transaction limits).`,
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSOURCE\tCREATED\tFILES\tSIZE\tPATH")
 			for _, s := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.Name, s.Source, time.Unix(0, s.Created).UTC().Format(time.DateTime), s.Files, adminBytes(s.Bytes), s.Path)
+				name := s.Name
+				if s.Building {
+					name += " (unfinished: delete it)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, s.Source, time.Unix(0, s.Created).UTC().Format(time.DateTime), s.Files, adminBytes(s.Bytes), s.Path)
 			}
 			return tw.Flush()
 		},

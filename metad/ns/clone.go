@@ -57,7 +57,7 @@ func (n *Namespace) Clone(ctx context.Context, req CloneRequest) (Inode, error) 
 		if err := o.newID(&id); err != nil {
 			return err
 		}
-		in, err := o.cloneFile(src, p, id, &data, req.Name, req.ReqID)
+		in, err := o.cloneFile(src, p.ID, id, &data, req.Name, req.ReqID)
 		if err != nil {
 			return err
 		}
@@ -81,13 +81,13 @@ func (n *Namespace) Clone(ctx context.Context, req CloneRequest) (Inode, error) 
 	return *res, nil
 }
 
-// cloneFile makes file id named name in p with src's bytes: src's own
+// cloneFile makes file id named name in directory parent with src's bytes: src's own
 // chunks are frozen into a layer unless it owns none, both read through the
 // layers, and the new file (mode 0, owned by root, times now: the caller
 // sets them and puts it again) is counted and named. data is the id src
 // writes under once frozen (allocated when 0, then reset). A file open for
 // writing is EBUSY.
-func (o *op) cloneFile(src, p *Inode, id uint64, data *uint64, name string, req RequestID) (*Inode, error) {
+func (o *op) cloneFile(src *Inode, parent, id uint64, data *uint64, name string, req RequestID) (*Inode, error) {
 	switch {
 	case src.Type != TypeFile:
 		return nil, fail(ErrInvalid, "clone of a %s", src.Type)
@@ -103,7 +103,7 @@ func (o *op) cloneFile(src, p *Inode, id uint64, data *uint64, name string, req 
 	in := &Inode{ID: id, Type: TypeFile, Nlink: 1, Length: src.Length, Layout: src.Layout, StripeHint: src.StripeHint,
 		Layers: layers, OwnClean: true, Gen: 1, Atime: o.now, Mtime: o.now, Ctime: o.now}
 	o.createInode(in)
-	o.putDentry(p.ID, name, &Dentry{Ino: id, Type: TypeFile, ReqID: req})
+	o.putDentry(parent, name, &Dentry{Ino: id, Type: TypeFile, ReqID: req})
 	return in, nil
 }
 

@@ -22,6 +22,7 @@
 //	VERS bucket(8, LE) key 0x00 ^seq(8, BE)  -> Version: a noncurrent version or delete marker
 //	LAYR id(8, LE)                           -> a layer of shared chunks and its file count (layers.go)
 //	SNAP top(8, LE) name                     -> SnapshotInfo: a snapshot of a tree under top (snapshot.go)
+//	FRZE                                     -> freezeRecord: namespace changes wait for a snapshot (freeze.go)
 //
 // # Invariants
 //

@@ -153,26 +153,46 @@ func (o *op) finish() {
 }
 
 // update runs fn as one read-write transaction, retried on conflicts and
-// maybe-committed commits; fn must be idempotent (see idem.go).
+// maybe-committed commits; fn must be idempotent (see idem.go). While a
+// snapshot freezes the namespace (freeze.go) it waits.
 func (n *Namespace) update(ctx context.Context, fn func(o *op) error) error {
+	return n.runUpdate(ctx, false, fn)
+}
+
+// runUpdate is update; thawed runs fn even while the namespace is frozen
+// (the freezing snapshot's own transactions).
+func (n *Namespace) runUpdate(ctx context.Context, thawed bool, fn func(o *op) error) error {
 	n.ops.Add(1)
-	err := n.db.Run(ctx, func(tx kv.Txn) error {
-		n.attempts.Add(1)
-		o := &op{n: n, ctx: ctx, tx: tx, now: n.now()}
-		if err := fn(o); err != nil {
-			return err
+	for {
+		err := n.db.Run(ctx, func(tx kv.Txn) error {
+			n.attempts.Add(1)
+			o := &op{n: n, ctx: ctx, tx: tx, now: n.now()}
+			if !thawed {
+				if err := o.checkFrozen(); err != nil {
+					return err
+				}
+			}
+			if err := fn(o); err != nil {
+				return err
+			}
+			if err := o.unrefLayers(o.released); err != nil {
+				return err
+			}
+			o.finish()
+			return nil
+		})
+		if errors.Is(err, errFrozen) {
+			if err := waitThaw(ctx); err != nil {
+				return err
+			}
+			continue
 		}
-		if err := o.unrefLayers(o.released); err != nil {
-			return err
+		if err == nil && n.deltas.Load() >= foldEvery {
+			n.deltas.Store(0)
+			_ = n.foldStats(ctx) // best effort: StatFS is exact without folding, only slower
 		}
-		o.finish()
-		return nil
-	})
-	if err == nil && n.deltas.Load() >= foldEvery {
-		n.deltas.Store(0)
-		_ = n.foldStats(ctx) // best effort: StatFS is exact without folding, only slower
+		return err
 	}
-	return err
 }
 
 // view runs fn in a read-only transaction.

@@ -3,15 +3,19 @@ package ns
 import (
 	"context"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
+	"time"
 
 	"github.com/flyfs/flyfs/core/kv"
 )
 
-// Snapshots. A snapshot is a read-only copy of a directory tree made in ONE
-// transaction, so it is the tree at one moment: its directories, symlinks
-// and special files copied, its files cloned (clone.go: chunks shared, no
-// byte copied, copy-on-write for the live tree), hard links kept as links.
+// Snapshots. A snapshot is a read-only copy of a directory tree at one
+// moment (one transaction, or several with the namespace frozen): its
+// directories, symlinks and special files copied, its files cloned
+// (clone.go: chunks shared, no byte copied, copy-on-write for the live
+// tree), hard links kept as links.
 // It lives in the tree's top directory (the child of the root it is under):
 //
 //	/<top>/.flyfs-snapshots/<name>/<the path from top to the tree>
@@ -25,8 +29,8 @@ import (
 //
 //	SNAP top(8, LE) name -> SnapshotInfo
 //
-// The transaction's bounds (the KV's size and time limits) bound the tree:
-// a larger one fails with the KV's "transaction too large" error.
+// A tree too large for one transaction (the KV's size and time bounds) is
+// copied in several while the namespace is frozen (freeze.go).
 
 // SnapshotDir is the directory of a top directory that holds its snapshots.
 const SnapshotDir = ".flyfs-snapshots"
@@ -51,6 +55,10 @@ type SnapshotInfo struct {
 	Bytes   uint64 `cbor:"10,keyasint,omitempty"`
 	// Skipped: files open for writing at the moment, not captured.
 	Skipped []string `cbor:"11,keyasint,omitempty"`
+	// Batches: the transactions it was copied in; Building: not all yet
+	// (its metad died while it was made: delete it).
+	Batches  int  `cbor:"12,keyasint,omitempty"`
+	Building bool `cbor:"13,keyasint,omitempty"`
 }
 
 // SnapshotRequest snapshots directory Dir as Name.
@@ -63,114 +71,293 @@ type SnapshotRequest struct {
 // Snapshot makes a snapshot of a directory tree (see above). EINVAL for the
 // root or a tree inside a snapshot; EEXIST if the top directory has a
 // snapshot of that name. A retry that finds the snapshot made by its ReqID
-// returns it.
+// returns it. A tree too large for one transaction is copied in batches
+// while the namespace is frozen (freeze.go).
 func (n *Namespace) Snapshot(ctx context.Context, req SnapshotRequest) (SnapshotInfo, error) {
 	if err := checkName(req.Name); err != nil {
 		return SnapshotInfo{}, err
 	}
 	req.ReqID = req.ReqID.orNew()
-	var res SnapshotInfo
-	err := n.update(ctx, func(o *op) error {
-		o.snapshotting = true
-		src, err := o.inode(req.Dir)
-		if err != nil {
-			return err
-		}
-		if src.Type != TypeDir || src.Nlink == 0 {
-			return fail(ErrNotDir, "snapshot of %s %d", src.Type, src.ID)
-		}
-		// The path from the top directory down to the tree.
-		chain := []*Inode{src}
-		for cur := src; cur.Parent != RootID; {
-			if cur.ID == RootID {
-				break
-			}
-			p, err := getInode(o.ctx, o.tx, cur.Parent, true)
-			if err != nil {
-				return err
-			}
-			chain = append(chain, p)
-			cur = p
-		}
-		slices.Reverse(chain)
-		top := chain[0]
-		if top.ID == RootID {
-			return fail(ErrInvalid, "snapshot of the root: snapshot a directory under it")
-		}
-		if src.ReadOnly || (len(chain) > 1 && chain[1].Name == SnapshotDir) {
-			return fail(ErrInvalid, "%q is inside a snapshot", src.Name)
-		}
-		path := ""
-		for _, d := range chain {
-			path += "/" + d.Name
-		}
-		if v, found, err := o.tx.Get(o.ctx, snapshotKey(top.ID, req.Name)); err != nil {
-			return err
-		} else if found {
-			if err := decode(v, &res); err != nil {
-				return err
-			}
-			if d, ok, err := o.snapshotRoot(top.ID, req.Name); err != nil {
-				return err
-			} else if ok && d.ReqID == req.ReqID {
-				return nil // our earlier attempt committed
-			}
-			return fail(ErrExist, "snapshot %q of %q", req.Name, top.Name)
-		}
-
-		// The container, made on first use.
-		var container *Inode
-		if d, found, err := o.dentry(top.ID, SnapshotDir); err != nil {
-			return err
-		} else if found {
-			if container, err = o.inode(d.Ino); err != nil {
-				return err
-			}
-		} else {
-			if container, err = o.copyDir(top, top.ID, SnapshotDir, RequestID{}); err != nil {
-				return err
-			}
-			// Implicit: S3 lists the snapshots' objects, not directory markers.
-			container.Mode, container.Implicit = 0o555, true
-			container.Mtime, container.Atime = o.now, o.now
-			o.putInode(container)
-		}
-
-		info := SnapshotInfo{Top: top.ID, Name: req.Name, Source: path, Created: o.now,
-			Path: "/" + top.Name + "/" + SnapshotDir + "/" + req.Name}
-		// The snapshot's root is a copy of the top directory's attributes,
-		// then the directories down to the tree (attributes only), then the
-		// tree with its contents.
-		root, err := o.copyDir(top, container.ID, req.Name, req.ReqID)
-		if err != nil {
-			return err
-		}
-		info.Root = root.ID
-		if !root.Implicit {
-			root.Implicit = true
-			o.putInode(root)
-		}
-		dst := root
-		for _, d := range chain[1:] {
-			if dst, err = o.copyDir(d, dst.ID, d.Name, RequestID{}); err != nil {
-				return err
-			}
-			info.Path += "/" + d.Name
-		}
-		if err := o.copyTree(top.ID, src, dst, &info); err != nil {
-			return err
-		}
-		o.tx.Set(snapshotKey(top.ID, req.Name), encode(&info))
-		res = info
-		return nil
-	})
+	res, err := n.snapshotWhole(ctx, req)
 	if kv.CodeOf(err) == kv.CodeTxnTooLarge || kv.CodeOf(err) == kv.CodeTxnTooLong {
-		err = fail(ErrTooBig, "the tree is larger than one snapshot can copy (one metadata transaction: %v); snapshot its subdirectories one by one", err)
+		res, err = n.snapshotFrozen(ctx, req)
 	}
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("snapshot %q: %w", req.Name, err)
 	}
 	return res, nil
+}
+
+// snapshotWhole copies the tree in one transaction.
+func (n *Namespace) snapshotWhole(ctx context.Context, req SnapshotRequest) (SnapshotInfo, error) {
+	var res SnapshotInfo
+	err := n.update(ctx, func(o *op) error {
+		o.snapshotting = true
+		st, existing, err := o.snapshotPrologue(req)
+		if err != nil {
+			return err
+		}
+		if existing != nil {
+			res = *existing // our earlier attempt committed
+			return nil
+		}
+		if _, err := o.copySome(st, math.MaxInt); err != nil {
+			return err
+		}
+		st.info.Batches = 1
+		o.tx.Set(snapshotKey(st.info.Top, req.Name), encode(&st.info))
+		res = st.info
+		return nil
+	})
+	return res, err
+}
+
+// snapshotBatch is how many entries one transaction of a frozen snapshot
+// copies at first: about 2 MB of the KV's 10 MB bound (halved while a
+// store's bound is tighter).
+const snapshotBatch = 4000
+
+// snapshotFrozen copies the tree in batches of entries, one transaction
+// each, with the namespace frozen from the first to the last (the last
+// thaws it). Each batch counts itself in the snapshot's record,
+// so a batch retried after a maybe-committed commit finds it was done. A
+// failure thaws and removes what was copied.
+func (n *Namespace) snapshotFrozen(ctx context.Context, req SnapshotRequest) (SnapshotInfo, error) {
+	freeze := freezeRecord{Snapshot: req.Name, Until: n.now() + maxFreeze.Nanoseconds()}
+	err := n.runUpdate(ctx, true, func(o *op) error {
+		v, found, err := o.tx.Get(o.ctx, keyFreeze)
+		if err != nil {
+			return err
+		}
+		var cur freezeRecord
+		if found {
+			if err := decode(v, &cur); err != nil {
+				return err
+			}
+			if cur == freeze {
+				return nil // our earlier attempt committed
+			}
+			if o.now < cur.Until {
+				return errFrozen // another snapshot's: wait for it
+			}
+		}
+		o.tx.Set(keyFreeze, encode(&freeze))
+		return nil
+	})
+	if err != nil {
+		return SnapshotInfo{}, err
+	}
+	thaw := func() {
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = n.runUpdate(tctx, true, func(o *op) error { return o.thaw(freeze) })
+	}
+	var st, next *copyState
+	var top uint64
+	budget := snapshotBatch
+	for batch := 0; ; batch++ {
+		err := n.runUpdate(ctx, true, func(o *op) error {
+			o.snapshotting = true
+			if err := o.stillFrozen(freeze); err != nil {
+				return err
+			}
+			var cur *copyState
+			if batch == 0 {
+				s, existing, err := o.snapshotPrologue(req)
+				if err != nil {
+					return err
+				}
+				if existing != nil {
+					return nil // our first batch committed
+				}
+				cur = s
+			} else {
+				v, found, err := o.tx.Get(o.ctx, snapshotKey(top, req.Name))
+				if err != nil {
+					return err
+				}
+				var rec SnapshotInfo
+				if !found || decode(v, &rec) != nil || rec.Root != st.info.Root {
+					return fail(ErrIO, "snapshot %q: its record went while it was made", req.Name)
+				}
+				if rec.Batches > batch {
+					return nil // this batch committed
+				}
+				cur = st.clone()
+			}
+			done, err := o.copySome(cur, budget)
+			if err != nil {
+				return err
+			}
+			cur.info.Batches, cur.info.Building = batch+1, !done
+			o.tx.Set(snapshotKey(cur.info.Top, req.Name), encode(&cur.info))
+			if done {
+				if err := o.thaw(freeze); err != nil {
+					return err
+				}
+			}
+			next = cur
+			return nil
+		})
+		if c := kv.CodeOf(err); (c == kv.CodeTxnTooLarge || c == kv.CodeTxnTooLong) && budget > 16 {
+			budget /= 2 // this store's bound is tighter: the same batch, smaller
+			batch--
+			continue
+		}
+		if err == nil && next == nil {
+			err = fail(ErrIO, "snapshot %q: a retried batch found its work done, and no copy of it here", req.Name)
+		}
+		if err != nil {
+			thaw()
+			if top != 0 {
+				_ = n.DeleteSnapshot(context.WithoutCancel(ctx), NewRequestID(), top, req.Name)
+			}
+			return SnapshotInfo{}, err
+		}
+		st, top = next, next.info.Top
+		if !st.info.Building {
+			return st.info, nil
+		}
+	}
+}
+
+// stillFrozen fails a frozen snapshot's batch once its freeze is gone or
+// past its time (changes may have resumed: the copy would not be one moment).
+func (o *op) stillFrozen(f freezeRecord) error {
+	v, found, err := o.tx.Get(o.ctx, keyFreeze)
+	if err != nil {
+		return err
+	}
+	var cur freezeRecord
+	if !found || decode(v, &cur) != nil || cur != f || o.now >= f.Until {
+		return fail(ErrBusy, "snapshot %q ran past its freeze of %v: namespace changes resumed", f.Snapshot, maxFreeze)
+	}
+	return nil
+}
+
+// thaw ends freeze f if it still holds.
+func (o *op) thaw(f freezeRecord) error {
+	v, found, err := o.tx.Get(o.ctx, keyFreeze)
+	if err != nil || !found {
+		return err
+	}
+	var cur freezeRecord
+	if decode(v, &cur) == nil && cur == f {
+		o.tx.Clear(keyFreeze)
+	}
+	return nil
+}
+
+// copyFrame is a directory being copied: the source, its copy, and the
+// last name copied.
+type copyFrame struct {
+	src, dst uint64
+	after    string
+	started  bool
+}
+
+// copyState is where a snapshot's copy stands between transactions.
+type copyState struct {
+	stack  []copyFrame
+	clones map[uint64]uint64 // a source file of several links -> its copy
+	dirs   []uint64          // copies made or filled by this transaction (their mtimes are their sources')
+	info   SnapshotInfo
+}
+
+func (st *copyState) clone() *copyState {
+	c := &copyState{stack: slices.Clone(st.stack), clones: maps.Clone(st.clones), info: st.info}
+	c.info.Skipped = slices.Clone(st.info.Skipped)
+	return c
+}
+
+// snapshotPrologue checks the request, makes the container, the snapshot's
+// root and the directories down to the tree, and returns the copy to run;
+// or the snapshot this request made already (a retry).
+func (o *op) snapshotPrologue(req SnapshotRequest) (*copyState, *SnapshotInfo, error) {
+	src, err := o.inode(req.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if src.Type != TypeDir || src.Nlink == 0 {
+		return nil, nil, fail(ErrNotDir, "snapshot of %s %d", src.Type, src.ID)
+	}
+	// The path from the top directory down to the tree.
+	chain := []*Inode{src}
+	for cur := src; cur.ID != RootID && cur.Parent != RootID; {
+		p, err := getInode(o.ctx, o.tx, cur.Parent, true)
+		if err != nil {
+			return nil, nil, err
+		}
+		chain = append(chain, p)
+		cur = p
+	}
+	slices.Reverse(chain)
+	top := chain[0]
+	if top.ID == RootID {
+		return nil, nil, fail(ErrInvalid, "snapshot of the root: snapshot a directory under it")
+	}
+	if src.ReadOnly || (len(chain) > 1 && chain[1].Name == SnapshotDir) {
+		return nil, nil, fail(ErrInvalid, "%q is inside a snapshot", src.Name)
+	}
+	path := ""
+	for _, d := range chain {
+		path += "/" + d.Name
+	}
+	if v, found, err := o.tx.Get(o.ctx, snapshotKey(top.ID, req.Name)); err != nil {
+		return nil, nil, err
+	} else if found {
+		var res SnapshotInfo
+		if err := decode(v, &res); err != nil {
+			return nil, nil, err
+		}
+		if d, ok, err := o.snapshotRoot(top.ID, req.Name); err != nil {
+			return nil, nil, err
+		} else if ok && d.ReqID == req.ReqID {
+			return nil, &res, nil
+		}
+		return nil, nil, fail(ErrExist, "snapshot %q of %q", req.Name, top.Name)
+	}
+
+	// The container, made on first use.
+	var container *Inode
+	if d, found, err := o.dentry(top.ID, SnapshotDir); err != nil {
+		return nil, nil, err
+	} else if found {
+		if container, err = o.inode(d.Ino); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		if container, err = o.copyDir(top, top.ID, SnapshotDir, RequestID{}); err != nil {
+			return nil, nil, err
+		}
+		// Implicit: S3 lists the snapshots' objects, not directory markers.
+		container.Mode, container.Implicit = 0o555, true
+		container.Mtime, container.Atime = o.now, o.now
+		o.putInode(container)
+	}
+
+	st := &copyState{clones: map[uint64]uint64{}, info: SnapshotInfo{Top: top.ID, Name: req.Name, Source: path, Created: o.now,
+		Path: "/" + top.Name + "/" + SnapshotDir + "/" + req.Name}}
+	// The snapshot's root is a copy of the top directory's attributes, then
+	// the directories down to the tree (attributes only), then the tree.
+	root, err := o.copyDir(top, container.ID, req.Name, req.ReqID)
+	if err != nil {
+		return nil, nil, err
+	}
+	st.info.Root = root.ID
+	root.Implicit = true
+	o.putInode(root)
+	st.dirs = append(st.dirs, root.ID)
+	dst := root
+	for _, d := range chain[1:] {
+		if dst, err = o.copyDir(d, dst.ID, d.Name, RequestID{}); err != nil {
+			return nil, nil, err
+		}
+		st.dirs = append(st.dirs, dst.ID)
+		st.info.Path += "/" + d.Name
+	}
+	st.stack = []copyFrame{{src: src.ID, dst: dst.ID}}
+	return st, nil, nil
 }
 
 // copyDir makes a read-only directory named name in parent with src's
@@ -199,94 +386,131 @@ func (o *op) copyDir(src *Inode, parent uint64, name string, req RequestID) (*In
 	return in, nil
 }
 
-// copyTree copies the entries of src into dst, depth first (a top
-// directory's snapshots are left out), counting into info.
-func (o *op) copyTree(top uint64, src, dst *Inode, info *SnapshotInfo) error {
-	type pair struct{ src, dst *Inode }
-	clones := map[uint64]*Inode{} // source file -> its copy, for hard links
-	stack := []pair{{src, dst}}
-	for len(stack) > 0 {
-		p := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		info.Dirs++
-		prefix := dentryPrefix(p.src.ID)
-		err := scan(o.ctx, o.tx, prefix, prefixEnd(prefix), func(k, v []byte) error {
-			name := string(k[len(prefix):])
-			if p.src.ID == top && name == SnapshotDir {
-				return nil
+// copySome copies up to budget entries of the tree, depth first (a top
+// directory's snapshots are left out), and reports whether the copy is
+// done.
+func (o *op) copySome(st *copyState, budget int) (bool, error) {
+	defer func() {
+		for _, d := range st.dirs {
+			delete(o.dirs, d) // a copy's mtime is its source's, on its inode
+		}
+		st.dirs = st.dirs[:0]
+	}()
+	for len(st.stack) > 0 && budget > 0 {
+		i := len(st.stack) - 1
+		fr := st.stack[i]
+		if !fr.started {
+			fr.started = true
+			st.info.Dirs++
+		}
+		prefix := dentryPrefix(fr.src)
+		begin := prefix
+		if fr.after != "" {
+			begin = append(dentryKey(fr.src, fr.after), 0)
+		}
+		limit := min(budget, 1024)
+		res, err := o.tx.SnapshotGetRange(o.ctx, begin, prefixEnd(prefix), kv.RangeOptions{Limit: limit})
+		if err != nil {
+			return false, err
+		}
+		var children []copyFrame
+		for _, e := range res.KVs {
+			name := string(e.Key[len(prefix):])
+			fr.after = name
+			budget--
+			if fr.src == st.info.Top && name == SnapshotDir {
+				continue
 			}
 			var d Dentry
-			if err := decode(v, &d); err != nil {
-				return err
+			if err := decode(e.Value, &d); err != nil {
+				return false, err
 			}
-			// Files are read with conflict tracking (a freeze rewrites them,
-			// and a writer opening one must abort the copy); the rest as of
-			// the transaction's moment.
-			in, err := getInode(o.ctx, o.tx, d.Ino, d.Type != TypeFile)
+			child, err := o.copyEntry(st, fr.dst, name, &d)
 			if err != nil {
-				return err
+				return false, err
 			}
-			switch {
-			case in.Type == TypeDir:
-				c, err := o.copyDir(in, p.dst.ID, name, RequestID{})
-				if err != nil {
-					return err
-				}
-				stack = append(stack, pair{in, c})
-			case in.Type == TypeFile && clones[in.ID] != nil:
-				c := clones[in.ID]
-				c.Nlink++
-				o.putInode(c)
-				o.putDentry(p.dst.ID, name, &Dentry{Ino: c.ID, Type: TypeFile})
-			case in.Type == TypeFile:
-				busy, err := o.hasSessions(in.ID)
-				if err != nil {
-					return err
-				}
-				if busy {
-					info.Skipped = append(info.Skipped, name)
-					return nil
-				}
-				var id, data uint64
-				if err := o.newID(&id); err != nil {
-					return err
-				}
-				c, err := o.cloneFile(in, p.dst, id, &data, name, RequestID{})
-				if err != nil {
-					return err
-				}
-				c.Mode, c.UID, c.GID, c.Atime, c.Mtime, c.ReadOnly = in.Mode, in.UID, in.GID, in.Atime, in.Mtime, true
-				if err := o.copyXattrs(in.ID, id); err != nil {
-					return err
-				}
-				o.putInode(c)
-				if in.Nlink > 1 {
-					clones[in.ID] = c
-				}
-				info.Files++
-				info.Bytes += in.Length
-			default: // symlinks and special files: the inode is all there is
-				var id uint64
-				if err := o.newID(&id); err != nil {
-					return err
-				}
-				c := &Inode{ID: id, Type: in.Type, Mode: in.Mode, UID: in.UID, GID: in.GID, Atime: in.Atime, Mtime: in.Mtime, Ctime: o.now,
-					Nlink: 1, Target: in.Target, Rdev: in.Rdev, ReadOnly: true}
-				if err := o.copyXattrs(in.ID, id); err != nil {
-					return err
-				}
-				o.createInode(c)
-				o.putDentry(p.dst.ID, name, &Dentry{Ino: id, Type: in.Type})
-				info.Others++
+			if child != nil {
+				children = append(children, *child)
 			}
-			return nil
-		})
-		if err != nil {
-			return err
 		}
-		delete(o.dirs, p.dst.ID) // its mtime is the source's, set on its inode
+		st.stack[i] = fr
+		if !res.More {
+			st.stack = slices.Delete(st.stack, i, i+1) // every entry copied
+		}
+		st.dirs = append(st.dirs, fr.dst)
+		st.stack = append(st.stack, children...)
 	}
-	return nil
+	return len(st.stack) == 0, nil
+}
+
+// copyEntry copies entry name (d) of a tree into directory dst; a
+// directory's copy is returned to be filled.
+func (o *op) copyEntry(st *copyState, dst uint64, name string, d *Dentry) (*copyFrame, error) {
+	// Files are read with conflict tracking (a freeze rewrites them, and a
+	// writer opening one must abort the copy); the rest as of the moment.
+	in, err := getInode(o.ctx, o.tx, d.Ino, d.Type != TypeFile)
+	if err != nil {
+		return nil, err
+	}
+	info := &st.info
+	switch {
+	case in.Type == TypeDir:
+		c, err := o.copyDir(in, dst, name, RequestID{})
+		if err != nil {
+			return nil, err
+		}
+		st.dirs = append(st.dirs, c.ID)
+		return &copyFrame{src: in.ID, dst: c.ID}, nil
+	case in.Type == TypeFile && st.clones[in.ID] != 0:
+		c, err := o.inode(st.clones[in.ID])
+		if err != nil {
+			return nil, err
+		}
+		c.Nlink++
+		o.putInode(c)
+		o.putDentry(dst, name, &Dentry{Ino: c.ID, Type: TypeFile})
+	case in.Type == TypeFile:
+		busy, err := o.hasSessions(in.ID)
+		if err != nil {
+			return nil, err
+		}
+		if busy {
+			info.Skipped = append(info.Skipped, name)
+			return nil, nil
+		}
+		var id, data uint64
+		if err := o.newID(&id); err != nil {
+			return nil, err
+		}
+		c, err := o.cloneFile(in, dst, id, &data, name, RequestID{})
+		if err != nil {
+			return nil, err
+		}
+		c.Mode, c.UID, c.GID, c.Atime, c.Mtime, c.ReadOnly = in.Mode, in.UID, in.GID, in.Atime, in.Mtime, true
+		if err := o.copyXattrs(in.ID, id); err != nil {
+			return nil, err
+		}
+		o.putInode(c)
+		if in.Nlink > 1 {
+			st.clones[in.ID] = c.ID
+		}
+		info.Files++
+		info.Bytes += in.Length
+	default: // symlinks and special files: the inode is all there is
+		var id uint64
+		if err := o.newID(&id); err != nil {
+			return nil, err
+		}
+		c := &Inode{ID: id, Type: in.Type, Mode: in.Mode, UID: in.UID, GID: in.GID, Atime: in.Atime, Mtime: in.Mtime, Ctime: o.now,
+			Nlink: 1, Target: in.Target, Rdev: in.Rdev, ReadOnly: true}
+		if err := o.copyXattrs(in.ID, id); err != nil {
+			return nil, err
+		}
+		o.createInode(c)
+		o.putDentry(dst, name, &Dentry{Ino: id, Type: in.Type})
+		info.Others++
+	}
+	return nil, nil
 }
 
 // ListSnapshots returns the snapshots of every top directory, by top

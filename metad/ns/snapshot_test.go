@@ -6,10 +6,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/flyfs/flyfs/core/kv"
+	"github.com/flyfs/flyfs/core/kv/memkv"
 )
 
 // snapTree builds /data/run with files (written with a layout), a
@@ -259,4 +262,115 @@ func TestSnapshotUnderFaults(t *testing.T) {
 	if c := e.db.FaultCounts(); c.MaybeCommitted == 0 {
 		t.Fatalf("no commit reported maybe committed: %+v", c)
 	}
+}
+
+// A tree larger than one transaction is copied in batches while the
+// namespace is frozen: a writer changing two directories in turn all the
+// while finds its changes waiting, and the snapshot holds a cut of its
+// sequence (each directory a prefix, the two at most one apart), as a
+// snapshot of one moment must.
+func TestSnapshotInBatchesIsOneMoment(t *testing.T) {
+	db := memkv.Open(kv.Options{MaxTxnBytes: 150_000})
+	t.Cleanup(func() { db.Close() })
+	n, err := New(db, testOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &tenv{t: t, db: db, ns: n, ids: map[string]uint64{}, reqs: map[string]RequestID{}, sess: map[string]Session{}}
+	lay := Layout{TableID: 1, TableVersion: 1, ChunkSize: 1 << 20, Stripe: 1}
+	for _, d := range []string{"/data", "/data/run", "/data/run/bulk", "/data/run/a", "/data/run/b"} {
+		if _, err := e.mkdir(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bulk, _ := e.stat("/data/run/bulk")
+	for i := 0; i < 1500; i++ {
+		r, err := e.ns.Create(ctx, CreateRequest{Parent: bulk.ID, Name: fmt.Sprintf("f%04d", i), Mode: 0o644, Layout: &lay, Write: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.ns.Close(ctx, *r.Session, &LengthHint{Length: 1 << 20, Wrote: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, _ := e.stat("/data/run/a")
+	b, _ := e.stat("/data/run/b")
+	var pairs atomic.Int64
+	stop := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, dir := range []uint64{a.ID, b.ID} {
+				if _, err := e.ns.Create(ctx, CreateRequest{Parent: dir, Name: fmt.Sprintf("n%06d", i), Mode: 0o644}); err != nil {
+					t.Error(err)
+				}
+			}
+			pairs.Add(1)
+		}
+	}()
+	for pairs.Load() < 100 {
+		time.Sleep(time.Millisecond)
+	}
+	run, _ := e.stat("/data/run")
+	info, err := e.ns.Snapshot(ctx, SnapshotRequest{Dir: run.ID, Name: "big"})
+	if err != nil {
+		close(stop)
+		<-stopped
+		t.Fatal(err)
+	}
+	na, _ := e.names(info.Path + "/a")
+	// The writer goes on after the thaw.
+	for pairs.Load() < int64(len(na))+10 {
+		time.Sleep(time.Millisecond)
+	}
+	close(stop)
+	<-stopped
+	if info.Batches < 2 {
+		t.Fatalf("copied in %d transaction(s): the bound did not split it", info.Batches)
+	}
+	nb, _ := e.names(info.Path + "/b")
+	prefix := func(names []string) bool {
+		for i, n := range names {
+			if n != fmt.Sprintf("n%06d", i) {
+				return false
+			}
+		}
+		return true
+	}
+	if !prefix(na) || !prefix(nb) || len(na)-len(nb) < 0 || len(na)-len(nb) > 1 {
+		t.Fatalf("not one moment: a has %d, b has %d (of %d written)", len(na), len(nb), pairs.Load())
+	}
+	if names, _ := e.names(info.Path + "/bulk"); len(names) != 1500 {
+		t.Fatalf("bulk: %d entries", len(names))
+	}
+	if _, found, _ := getFreeze(db); found {
+		t.Fatal("the namespace is still frozen")
+	}
+	mustFsck(t, e.db)
+	t.Logf("%d batches; the writer made %d pairs, %d before the moment", info.Batches, pairs.Load(), len(na))
+	if err := e.ns.DeleteSnapshot(ctx, NewRequestID(), info.Top, "big"); err != nil {
+		t.Fatal(err)
+	}
+	drainGC(t, e.ns)
+	mustFsck(t, e.db)
+}
+
+func getFreeze(db *kv.DB) (freezeRecord, bool, error) {
+	var f freezeRecord
+	var found bool
+	err := db.RunRead(ctx, func(tx kv.ReadTxn) error {
+		v, ok, err := tx.Get(ctx, keyFreeze)
+		found = ok
+		if ok {
+			return decode(v, &f)
+		}
+		return err
+	})
+	return f, found, err
 }

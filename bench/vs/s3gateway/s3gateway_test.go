@@ -22,7 +22,7 @@ func TestRunSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log("\n" + out.String())
-	if len(rows) != 8 || !strings.Contains(out.String(), "ListObjectsV2") {
+	if len(rows) != 10 || !strings.Contains(out.String(), "ListObjectsV2") || !strings.Contains(out.String(), "CopyObject of 48 MiB, chunks shared") {
 		t.Fatalf("rows: %+v", rows)
 	}
 	for _, r := range rows {

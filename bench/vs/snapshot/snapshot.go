@@ -221,4 +221,3 @@ func copyTree(ctx context.Context, fs *client.FS, src, dst string, n, clients in
 	})
 	return err
 }
-

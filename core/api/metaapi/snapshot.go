@@ -34,6 +34,11 @@ type Snapshot struct {
 	Others  int      `cbor:"9,keyasint,omitempty" json:"others"`
 	Bytes   uint64   `cbor:"10,keyasint,omitempty" json:"bytes"`
 	Skipped []string `cbor:"11,keyasint,omitempty" json:"skipped,omitempty"`
+	// Batches: the metadata transactions it was copied in (more than one:
+	// namespace changes waited meanwhile); Building: not finished (the
+	// metad making it died): delete it.
+	Batches  int  `cbor:"12,keyasint,omitempty" json:"batches"`
+	Building bool `cbor:"13,keyasint,omitempty" json:"building,omitempty"`
 }
 
 // SnapshotCreateReq snapshots directory Dir as Name.
