@@ -374,3 +374,61 @@ func getFreeze(db *kv.DB) (freezeRecord, bool, error) {
 	})
 	return f, found, err
 }
+
+// A snapshot whose metad dies between batches leaves its freeze and an
+// unfinished snapshot, as a crash would (made here by running its first
+// batch and stopping): changes wait until the freeze's time, then go on;
+// the list shows the snapshot unfinished; deleting it, then GC, leaves the
+// live tree intact and fsck clean.
+func TestSnapshotLeftByADeadMetad(t *testing.T) {
+	e := newEnv(t, nil, testOpts())
+	snapTree(t, e)
+	run, _ := e.stat("/data/run")
+	data, _ := e.stat("/data")
+	freeze := freezeRecord{Snapshot: "dead", Until: e.ns.now() + (400 * time.Millisecond).Nanoseconds()}
+	if err := e.ns.runUpdate(ctx, true, func(o *op) error {
+		o.tx.Set(keyFreeze, encode(&freeze))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ns.runUpdate(ctx, true, func(o *op) error {
+		o.snapshotting = true
+		st, _, err := o.snapshotPrologue(SnapshotRequest{ReqID: NewRequestID(), Dir: run.ID, Name: "dead"})
+		if err != nil {
+			return err
+		}
+		if _, err := o.copySome(st, 3); err != nil { // the first few entries, then the "crash"
+			return err
+		}
+		st.info.Batches, st.info.Building = 1, true
+		o.tx.Set(snapshotKey(st.info.Top, "dead"), encode(&st.info))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := e.mkdir("/data/run/after"); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited < 200*time.Millisecond {
+		t.Fatalf("a change during the freeze went through after %v", waited)
+	}
+	list, err := e.ns.ListSnapshots(ctx)
+	if err != nil || len(list) != 1 || !list[0].Building {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	mustFsck(t, e.db)
+	// A new snapshot works once the dead one's freeze is past.
+	if _, err := e.ns.Snapshot(ctx, SnapshotRequest{Dir: run.ID, Name: "next"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ns.DeleteSnapshot(ctx, NewRequestID(), data.ID, "dead"); err != nil {
+		t.Fatal(err)
+	}
+	drainGC(t, e.ns)
+	mustFsck(t, e.db)
+	if got := listing(t, e, "/data/run"); !strings.Contains(got, "/a file 640 5 3145728") || !strings.Contains(got, "/after dir") {
+		t.Fatalf("live tree:\n%s", got)
+	}
+}
