@@ -629,6 +629,24 @@ func adminWho() string {
 	return fmt.Sprintf("flyfs admin: %s@%s", name, host)
 }
 
+// audit records an action flyfs admin did through metad (mgmtd records
+// its own): who, what, and how it ended. A failure to record is reported,
+// not fatal: the action has happened.
+func (o *adminOptions) audit(cmd *cobra.Command, action string, result error) {
+	ctx, m, done, err := o.connect(cmd)
+	if err == nil {
+		defer done()
+		res := "ok"
+		if result != nil {
+			res = result.Error()
+		}
+		err = m.Audit(ctx, mgmtdapi.AuditRecord{By: adminWho(), Action: action, Result: res})
+	}
+	if err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: not recorded in the audit trail: %v\n", err)
+	}
+}
+
 func adminChainOf(info *routing.Info, target routing.TargetID) *routing.Chain {
 	for _, c := range info.Chains {
 		if c.Index(target) >= 0 {

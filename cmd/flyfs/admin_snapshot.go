@@ -48,6 +48,7 @@ a minute), so the copy is still the tree at one moment.`,
 				return fmt.Errorf("%s is a %s; snapshot a directory", args[0], in.Type)
 			}
 			s, err := fs.Meta().SnapshotCreate(ctx, in.ID, args[1])
+			o.audit(cmd, fmt.Sprintf("snapshot %s of %s", args[1], path.Clean("/"+args[0])), err)
 			if err != nil {
 				return err
 			}
@@ -122,7 +123,9 @@ a minute), so the copy is still the tree at one moment.`,
 			if err != nil {
 				return err
 			}
-			if err := fs.Meta().SnapshotDelete(ctx, in.ID, args[1]); err != nil {
+			err = fs.Meta().SnapshotDelete(ctx, in.ID, args[1])
+			o.audit(cmd, fmt.Sprintf("delete snapshot %s of /%s", args[1], top), err)
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "snapshot %s of /%s deleted\n", args[1], top)

@@ -133,6 +133,10 @@ func TestAdminSnapshot(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(mnt, "data/.flyfs-snapshots")); !os.IsNotExist(err) {
 		t.Fatalf("the snapshots' directory after its last snapshot went: %v", err)
 	}
+	if out, err := run(t, "admin", "audit", "--mgmtd", strings.Join(c.MgmtdAddrs(), ","), "--token", c.Token); err != nil ||
+		!strings.Contains(out, "snapshot before of /data/run") || !strings.Contains(out, "delete snapshot before of /data") {
+		t.Fatalf("audit trail: %v\n%s", err, out)
+	}
 	if _, err := c.FS().Meta().Collect(ctx, true); err != nil {
 		t.Fatal(err)
 	}

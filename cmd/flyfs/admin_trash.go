@@ -145,10 +145,16 @@ reported and that entry stays in the trash.`,
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "restored %s\n", where)
 			}
+			var result error
 			if failed > 0 {
-				return fmt.Errorf("%d of %d entries were not restored", failed, len(picked))
+				result = fmt.Errorf("%d of %d entries were not restored", failed, len(picked))
 			}
-			return nil
+			what := fmt.Sprintf("restore %d trash entries", len(picked))
+			if under != "" {
+				what += " removed from " + under
+			}
+			o.audit(cmd, what, result)
+			return result
 		},
 	}
 	restore.Flags().StringVar(&to, "to", "", "restore into this directory instead of where they were")
@@ -181,6 +187,7 @@ reported and that entry stays in the trash.`,
 				}
 			}
 			n, err := fs.Meta().TrashEmpty(ctx)
+			o.audit(cmd, fmt.Sprintf("empty the trash (%d entries)", len(es)), err)
 			if err != nil {
 				return err
 			}
