@@ -96,6 +96,9 @@ func nsError(w http.ResponseWriter, what string, err error) {
 			status, code = http.StatusInsufficientStorage, "no_space"
 		case syscall.EFBIG:
 			status, code = http.StatusRequestEntityTooLarge, "too_large"
+		case syscall.EROFS:
+			apiError(w, http.StatusForbidden, "read_only", what+": it is inside a snapshot, which is read-only (the Snapshots page deletes a snapshot)")
+			return
 		}
 		apiError(w, status, code, fmt.Sprintf("%s: %v", what, e))
 		return

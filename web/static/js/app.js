@@ -10,8 +10,9 @@ import { chainsPage } from './chains.js';
 import { nsPage } from './browser.js';
 import { keysPage } from './keys.js';
 import { clientsPage } from './clients.js';
+import { snapshotsPage } from './snapshots.js';
 
-const pages = { overview: overviewPage, chains: chainsPage, ns: nsPage, keys: keysPage, audit: auditPage, trash: trashPage, tasks: tasksPage, clients: clientsPage };
+const pages = { overview: overviewPage, chains: chainsPage, ns: nsPage, keys: keysPage, audit: auditPage, trash: trashPage, tasks: tasksPage, clients: clientsPage, snapshots: snapshotsPage };
 const $ = (id) => document.getElementById(id);
 let current = null; // { stop() } of the page shown
 let signedIn = false;
