@@ -160,6 +160,18 @@ func TestAWSCLI(t *testing.T) {
 	if out := s3("sync", src, "s3://cli/tree/"); strings.Contains(out, "upload:") {
 		t.Fatalf("second sync uploaded again:\n%s", out)
 	}
+	// A copy between keys: the CLI sends UploadPartCopy parts of 8 MiB,
+	// which share the source's chunks and complete into a file that reads
+	// through its layer.
+	s3("cp", "s3://cli/data/big.bin", "s3://cli/copy/big.bin")
+	if in, err := l.fs.Meta().Resolve(t.Context(), "/cli/copy/big.bin", false); err != nil || len(in.Layers) == 0 {
+		t.Fatalf("aws s3 cp between keys did not share chunks: %v %+v", err, in.Layers)
+	}
+	s3("cp", "s3://cli/copy/big.bin", down)
+	if fileSum(t, up) != fileSum(t, down) {
+		t.Fatal("aws s3 cp between keys differs")
+	}
+	os.Remove(down)
 	s3("mv", "s3://cli/data/big.bin", "s3://cli/moved/big.bin")
 	if ls := s3("ls", "--recursive", "s3://cli/"); strings.Contains(ls, "data/big.bin") || !strings.Contains(ls, "moved/big.bin") {
 		t.Fatalf("after mv:\n%s", ls)

@@ -234,15 +234,16 @@ func (g *Gateway) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 // Clone: no byte read or written, whatever the size), when the source's ETag
 // and checksum are known to describe its bytes now: they are the copy's.
 // It returns nil when the bytes must be copied instead: the ETag is stale (a
-// write through the mount since), or a writer has the source open.
+// write through the mount since), a writer has the source open, or it reads
+// through layout.MaxLayers layers already.
 func (g *Gateway) stageClone(ctx context.Context, rc *reqCtx, sin metaapi.Inode, som *objectMeta) (*staged, error) {
 	if som == nil || som.Gen != sin.Gen || som.ETag == "" {
 		return nil, nil
 	}
 	name := newStagingName()
 	in, err := g.meta.Clone(ctx, sin.ID, g.stagingIno, name, false, fileMode, rc.creds())
-	if client.Errno(err) == syscall.EBUSY {
-		return nil, nil
+	if e := client.Errno(err); e == syscall.EBUSY || e == syscall.EINVAL {
+		return nil, nil // a writer has it, or it reads through the most layers a file may
 	}
 	if err != nil {
 		return nil, err

@@ -63,6 +63,11 @@ type partRecord struct {
 	File     string    `json:"file,omitempty"` // "": in "data" at (n-1)*stride
 	Checksum string    `json:"checksum,omitempty"`
 	Modified time.Time `json:"modified"`
+	// Src: a part copied from an object is not copied; it is the bytes at
+	// SrcOff of Src, a clone of the object in the upload's directory
+	// (sharing its chunks, pinned as it was at the copy; copypart.go).
+	Src    string `json:"src,omitempty"`
+	SrcOff int64  `json:"src_off,omitempty"`
 }
 
 func partXattr(n int) string { return fmt.Sprintf("%s%05d", xattrPart, n) }
@@ -346,13 +351,18 @@ func (g *Gateway) uploadPartCopy(w http.ResponseWriter, r *http.Request, rc *req
 		}
 		start, length = s, e-s+1
 	}
-	f, err := g.fs.OpenInode(ctx, sin, nil)
+	rec, err := g.copyPartShared(ctx, rc, u, n, sin, start, length)
 	if err != nil {
 		return err
 	}
-	rec, err := g.writePart(ctx, rc, u, n, &fileReader{ctx: ctx, f: f, off: start, end: start + length}, length, nil, "")
-	if err != nil {
-		return err
+	if rec == nil {
+		f, err := g.fs.OpenInode(ctx, sin, nil)
+		if err != nil {
+			return err
+		}
+		if rec, err = g.writePart(ctx, rc, u, n, &fileReader{ctx: ctx, f: f, off: start, end: start + length}, length, nil, ""); err != nil {
+			return err
+		}
 	}
 	return writeXML(w, copyPartResult{NS: s3NS, ETag: quoteETag(rec.ETag), LastModified: s3Time(rec.Modified)})
 }
@@ -455,7 +465,7 @@ func (g *Gateway) completeMultipartUpload(w http.ResponseWriter, r *http.Request
 		}
 		raw, _ := hex.DecodeString(rec.ETag)
 		etagHash.Write(raw)
-		if rec.File != "" || p.PartNumber != i+1 || (!last && rec.Size != stride) {
+		if rec.File != "" || rec.Src != "" || p.PartNumber != i+1 || (!last && rec.Size != stride) {
 			zeroCopy = false
 		}
 		if rec.Checksum != "" {
@@ -473,7 +483,11 @@ func (g *Gateway) completeMultipartUpload(w http.ResponseWriter, r *http.Request
 	om := u.rec.Meta
 	var final metaapi.Inode
 	finalName := dataName
-	if zeroCopy {
+	if whole, ok := g.wholeSharedCopy(ctx, u, recs, nums); ok {
+		// The parts are one object's bytes in order, end to end: its pinned
+		// clone is the result (no byte moves).
+		final, finalName, zeroCopy = whole, recs[0].Src, true
+	} else if zeroCopy {
 		// Publishing only: trim "data" to the parts' end (a higher part may
 		// have been uploaded and left out) and rename it into place below.
 		final, err = g.meta.SetAttr(ctx, g.dataIno(ctx, u), metaapi.SetAttrReq{Mask: metaapi.SetSize, Size: uint64(total)})
@@ -535,10 +549,14 @@ func (g *Gateway) assemble(ctx context.Context, rc *reqCtx, u *upload, name stri
 	for i, rec := range recs {
 		var src metaapi.Inode
 		start := int64(0)
-		if rec.File == "" {
+		switch {
+		case rec.Src != "":
+			src, err = g.meta.Lookup(ctx, u.dir.ID, rec.Src)
+			start = rec.SrcOff
+		case rec.File == "":
 			src, err = g.meta.Stat(ctx, g.dataIno(ctx, u))
 			start = int64(nums[i]-1) * stride
-		} else {
+		default:
 			src, err = g.meta.Lookup(ctx, u.dir.ID, rec.File)
 		}
 		if err != nil {

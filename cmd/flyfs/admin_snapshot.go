@@ -25,7 +25,7 @@ bucket, for S3) as /TOP/.flyfs-snapshots/NAME/<path from TOP to the tree>,
 readable through the mount and over S3 as that prefix, and nothing can change it
 (EROFS through the mount, AccessDenied over S3) until 'delete'. A top directory
 holding snapshots cannot be removed. A file open for writing at the moment is not
-captured: the snapshot lists it as skipped. A tree that fits one metadata
+captured, nor one at the bound of 32 shared layers: the snapshot lists them. A tree that fits one metadata
 transaction (about 15,000 files) is copied in it; a larger one in several, while
 every namespace change waits (a freeze of about a second per 30,000 files, at most
 a minute), so the copy is still the tree at one moment.`,
@@ -59,7 +59,7 @@ a minute), so the copy is still the tree at one moment.`,
 				fmt.Fprintf(out, "copied in %d metadata transactions; namespace changes waited meanwhile\n", s.Batches)
 			}
 			for _, p := range s.Skipped {
-				fmt.Fprintf(cmd.ErrOrStderr(), "not captured (open for writing at the moment): %s\n", p)
+				fmt.Fprintf(cmd.ErrOrStderr(), "not captured: %s\n", p)
 			}
 			return nil
 		},

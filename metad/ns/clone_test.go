@@ -2,7 +2,9 @@ package ns
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/flyfs/flyfs/core/layout"
@@ -219,5 +221,52 @@ func TestShareInto(t *testing.T) {
 	e.ns.Close(ctx, *w.Session, nil)
 	e.ns.Close(ctx, *d.Session, nil)
 	e.ns.Close(ctx, *d2.Session, nil)
+	mustFsck(t, e.db)
+}
+
+// A file cloned and written in turn gains a layer each time; at
+// layout.MaxLayers a clone of it is refused (EINVAL: copy its bytes
+// instead) and a snapshot leaves it out, saying why.
+func TestCloneLayerBound(t *testing.T) {
+	e := newEnv(t, nil, testOpts())
+	lay := Layout{TableID: 1, TableVersion: 1, ChunkSize: 1 << 20, Stripe: 1}
+	if _, err := e.mkdir("/d"); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := e.stat("/d")
+	r, err := e.ns.Create(ctx, CreateRequest{Parent: d.ID, Name: "f", Mode: 0o644, Layout: &lay, Write: true, Exclusive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := e.ns.Close(ctx, *r.Session, &LengthHint{Length: 1 << 20, Wrote: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < layout.MaxLayers; i++ {
+		if _, err := e.ns.Clone(ctx, CloneRequest{Src: f.ID, Parent: d.ID, Name: fmt.Sprintf("c%02d", i), Mode: 0o644}); err != nil {
+			t.Fatalf("clone %d: %v", i, err)
+		}
+		w, err := e.ns.Open(ctx, f.ID, 1, ClientID("w"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.ns.Close(ctx, *w.Session, &LengthHint{Length: 1 << 20, Wrote: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if in, _ := e.stat("/d/f"); len(in.Layers) != layout.MaxLayers {
+		t.Fatalf("%d layers", len(in.Layers))
+	}
+	if _, err := e.ns.Clone(ctx, CloneRequest{Src: f.ID, Parent: d.ID, Name: "one-more", Mode: 0o644}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("clone past the bound: %v", err)
+	}
+	s, err := e.ns.Snapshot(ctx, SnapshotRequest{Dir: d.ID, Name: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last clone reads through as many as f.
+	if len(s.Skipped) != 2 || !strings.HasPrefix(s.Skipped[1], "f (reads through 32 layers") || s.Files != layout.MaxLayers-1 {
+		t.Fatalf("snapshot: %d files, skipped %q", s.Files, s.Skipped)
+	}
 	mustFsck(t, e.db)
 }

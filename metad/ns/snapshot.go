@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/kv"
+	"github.com/flyfs/flyfs/core/layout"
 )
 
 // Snapshots. A snapshot is a read-only copy of a directory tree at one
@@ -24,8 +25,9 @@ import (
 // inode of a snapshot, the .flyfs-snapshots directory included, is
 // ReadOnly: EROFS for any change but DeleteSnapshot, and a top directory
 // holding snapshots cannot be removed. A file open for writing at the moment
-// is not captured (its writer's chunks would change under the copy): the
-// snapshot lists it as skipped.
+// is not captured (its writer's chunks would change under the copy), nor a
+// file at the layer bound (layout.MaxLayers): the snapshot lists them as
+// skipped, with why.
 //
 //	SNAP top(8, LE) name -> SnapshotInfo
 //
@@ -53,7 +55,8 @@ type SnapshotInfo struct {
 	Dirs    int    `cbor:"8,keyasint,omitempty"`
 	Others  int    `cbor:"9,keyasint,omitempty"` // symlinks and special files
 	Bytes   uint64 `cbor:"10,keyasint,omitempty"`
-	// Skipped: files open for writing at the moment, not captured.
+	// Skipped: files not captured (open for writing at the moment, or at
+	// the layer bound), each with why.
 	Skipped []string `cbor:"11,keyasint,omitempty"`
 	// Batches: the transactions it was copied in; Building: not all yet
 	// (its metad died while it was made: delete it).
@@ -475,7 +478,11 @@ func (o *op) copyEntry(st *copyState, dst uint64, name string, d *Dentry) (*copy
 			return nil, err
 		}
 		if busy {
-			info.Skipped = append(info.Skipped, name)
+			info.Skipped = append(info.Skipped, name+" (open for writing)")
+			return nil, nil
+		}
+		if len(in.Layers) >= layout.MaxLayers {
+			info.Skipped = append(info.Skipped, fmt.Sprintf("%s (reads through %d layers: a copy of it by bytes has none)", name, len(in.Layers)))
 			return nil, nil
 		}
 		var id, data uint64

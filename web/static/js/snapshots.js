@@ -38,7 +38,7 @@ export function snapshotsPage(root) {
       const s = await api.post('/api/snapshots', { path: dir.value.trim(), name: name.value.trim() });
       msg.textContent = '';
       let text = `Snapshot ${s.name} of ${s.source}: ${s.files} files (${fmtBytes(s.bytes)}), ${s.dirs} directories, at ${s.path}.`;
-      if (s.skipped.length) text += ` Not captured (open for writing): ${s.skipped.join(', ')}.`;
+      if (s.skipped.length) text += ` Not captured: ${s.skipped.join(', ')}.`;
       done.textContent = text;
       load();
     } catch (err) { done.textContent = ''; msg.textContent = err.message; }
