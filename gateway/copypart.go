@@ -94,4 +94,3 @@ func (g *Gateway) wholeSharedCopy(ctx context.Context, u *upload, recs []*partRe
 	}
 	return pin, true
 }
-
