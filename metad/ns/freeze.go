@@ -19,10 +19,12 @@ import (
 
 var keyFreeze = []byte("FRZE")
 
-// freezeRecord says who froze the namespace and until when (unix ns).
+// freezeRecord says who froze the namespace (the snapshot and its request)
+// and until when (unix ns).
 type freezeRecord struct {
-	Snapshot string `cbor:"1,keyasint"`
-	Until    int64  `cbor:"2,keyasint"`
+	Snapshot string    `cbor:"1,keyasint"`
+	Until    int64     `cbor:"2,keyasint"`
+	Req      RequestID `cbor:"3,keyasint,omitempty"`
 }
 
 // errFrozen makes a change wait for the thaw (never recorded as an answer:

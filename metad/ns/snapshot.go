@@ -91,11 +91,27 @@ func (n *Namespace) Snapshot(ctx context.Context, req SnapshotRequest) (Snapshot
 	return res, nil
 }
 
-// snapshotWhole copies the tree in one transaction.
+// snapshotWhole copies the tree in one transaction. It waits out another
+// snapshot's freeze like any change, and ends its own request's (left by a
+// metad that died making it).
 func (n *Namespace) snapshotWhole(ctx context.Context, req SnapshotRequest) (SnapshotInfo, error) {
 	var res SnapshotInfo
-	err := n.update(ctx, func(o *op) error {
+	err := n.runUpdate(ctx, true, func(o *op) error {
 		o.snapshotting = true
+		if v, found, err := o.tx.Get(o.ctx, keyFreeze); err != nil {
+			return err
+		} else if found {
+			var f freezeRecord
+			if err := decode(v, &f); err != nil {
+				return err
+			}
+			switch {
+			case f.Req == req.ReqID:
+				o.tx.Clear(keyFreeze)
+			case o.now < f.Until:
+				return errFrozen
+			}
+		}
 		st, existing, err := o.snapshotPrologue(req)
 		if err != nil {
 			return err
@@ -126,7 +142,7 @@ const snapshotBatch = 4000
 // so a batch retried after a maybe-committed commit finds it was done. A
 // failure thaws and removes what was copied.
 func (n *Namespace) snapshotFrozen(ctx context.Context, req SnapshotRequest) (SnapshotInfo, error) {
-	freeze := freezeRecord{Snapshot: req.Name, Until: n.now() + maxFreeze.Nanoseconds()}
+	freeze := freezeRecord{Snapshot: req.Name, Until: n.now() + maxFreeze.Nanoseconds(), Req: req.ReqID}
 	err := n.runUpdate(ctx, true, func(o *op) error {
 		v, found, err := o.tx.Get(o.ctx, keyFreeze)
 		if err != nil {
@@ -140,9 +156,11 @@ func (n *Namespace) snapshotFrozen(ctx context.Context, req SnapshotRequest) (Sn
 			if cur == freeze {
 				return nil // our earlier attempt committed
 			}
-			if o.now < cur.Until {
+			if o.now < cur.Until && cur.Req != req.ReqID {
 				return errFrozen // another snapshot's: wait for it
 			}
+			// Free, past its time, or this request's own from a metad that
+			// died making it (the client retried here): take it.
 		}
 		o.tx.Set(keyFreeze, encode(&freeze))
 		return nil
@@ -170,8 +188,10 @@ func (n *Namespace) snapshotFrozen(ctx context.Context, req SnapshotRequest) (Sn
 				if err != nil {
 					return err
 				}
-				if existing != nil {
-					return nil // our first batch committed
+				if existing != nil { // finished already: this request's earlier attempt
+					done := &copyState{info: *existing}
+					next = done
+					return o.thaw(freeze)
 				}
 				cur = s
 			} else {
@@ -313,12 +333,26 @@ func (o *op) snapshotPrologue(req SnapshotRequest) (*copyState, *SnapshotInfo, e
 		if err := decode(v, &res); err != nil {
 			return nil, nil, err
 		}
-		if d, ok, err := o.snapshotRoot(top.ID, req.Name); err != nil {
+		d, ok, err := o.snapshotRoot(top.ID, req.Name)
+		switch {
+		case err != nil:
 			return nil, nil, err
-		} else if ok && d.ReqID == req.ReqID {
+		case !ok || d.ReqID != req.ReqID:
+			return nil, nil, fail(ErrExist, "snapshot %q of %q", req.Name, top.Name)
+		case !res.Building:
 			return nil, &res, nil
 		}
-		return nil, nil, fail(ErrExist, "snapshot %q of %q", req.Name, top.Name)
+		// This request's own unfinished copy (its metad died, or its first
+		// batch's commit was "maybe committed"): the namespace has not
+		// changed since (frozen), so start it again.
+		st, _, err := o.dentry(top.ID, SnapshotDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := o.dropSnapshotDir(st.Ino, req.Name); err != nil {
+			return nil, nil, err
+		}
+		o.tx.Clear(snapshotKey(top.ID, req.Name))
 	}
 
 	// The container, made on first use.

@@ -432,3 +432,74 @@ func TestSnapshotLeftByADeadMetad(t *testing.T) {
 		t.Fatalf("live tree:\n%s", got)
 	}
 }
+
+// The client of a snapshot whose metad died retries the same request on
+// another metad: it takes over its own freeze at once (no waiting out the
+// dead one's minute), drops the unfinished copy and makes the snapshot, in
+// one transaction or in batches.
+func TestSnapshotRetriedAfterItsMetadDied(t *testing.T) {
+	for _, bound := range []int{0, 150_000} { // one transaction; batches
+		t.Run(fmt.Sprintf("txn-bound-%d", bound), func(t *testing.T) {
+			db := memkv.Open(kv.Options{MaxTxnBytes: bound})
+			t.Cleanup(func() { db.Close() })
+			n, err := New(db, testOpts())
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := &tenv{t: t, db: db, ns: n, ids: map[string]uint64{}, reqs: map[string]RequestID{}, sess: map[string]Session{}}
+			for _, d := range []string{"/data", "/data/run"} {
+				if _, err := e.mkdir(d); err != nil {
+					t.Fatal(err)
+				}
+			}
+			run, _ := e.stat("/data/run")
+			for i := 0; i < 1200; i++ {
+				if _, err := e.ns.Create(ctx, CreateRequest{Parent: run.ID, Name: fmt.Sprintf("f%04d", i), Mode: 0o644}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			req := NewRequestID()
+			// What the dead metad left: its freeze (a minute to go) and its
+			// first batch.
+			dead := freezeRecord{Snapshot: "s", Until: e.ns.now() + time.Minute.Nanoseconds(), Req: req}
+			if err := e.ns.runUpdate(ctx, true, func(o *op) error {
+				o.snapshotting = true
+				o.tx.Set(keyFreeze, encode(&dead))
+				st, _, err := o.snapshotPrologue(SnapshotRequest{ReqID: req, Dir: run.ID, Name: "s"})
+				if err != nil {
+					return err
+				}
+				if _, err := o.copySome(st, 100); err != nil {
+					return err
+				}
+				st.info.Batches, st.info.Building = 1, true
+				o.tx.Set(snapshotKey(st.info.Top, "s"), encode(&st.info))
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			info, err := e.ns.Snapshot(ctx, SnapshotRequest{ReqID: req, Dir: run.ID, Name: "s"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); took > 20*time.Second {
+				t.Fatalf("the retry waited %v", took)
+			}
+			if info.Building || info.Files != 1200 {
+				t.Fatalf("retried snapshot: %+v", info)
+			}
+			if names, _ := e.names(info.Path); len(names) != 1200 {
+				t.Fatalf("%d entries in the snapshot", len(names))
+			}
+			if _, found, _ := getFreeze(db); found {
+				t.Fatal("still frozen")
+			}
+			if _, err := e.mkdir("/data/run/after"); err != nil {
+				t.Fatal(err)
+			}
+			drainGC(t, e.ns)
+			mustFsck(t, e.db)
+		})
+	}
+}
