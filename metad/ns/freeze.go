@@ -12,7 +12,7 @@ import (
 // key, which every other change reads with conflict tracking (a change
 // racing the freeze's commit aborts and retries): while the freeze holds,
 // changes wait, and resume when the snapshot thaws it, or at Until if the
-// snapshot's metad died. Writes of open files' data go on (files open for
+// snapshot's metad died (every batch pushes Until on). Writes of open files' data go on (files open for
 // writing are not captured anyway).
 //
 //	FRZE -> freezeRecord
@@ -31,9 +31,9 @@ type freezeRecord struct {
 // it is no Errno).
 var errFrozen = errors.New("ns: the namespace is frozen for a snapshot")
 
-// maxFreeze bounds a freeze: a snapshot that has not thawed by then fails,
-// and changes resume.
-const maxFreeze = 60 * time.Second
+// maxFreeze bounds a freeze past a snapshot's last batch (each renews it):
+// a snapshot whose metad died holds changes up that long at most.
+const maxFreeze = 30 * time.Second
 
 // checkFrozen fails with errFrozen while a freeze holds.
 func (o *op) checkFrozen() error {

@@ -2,6 +2,7 @@ package ns
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -82,7 +83,7 @@ func (n *Namespace) Snapshot(ctx context.Context, req SnapshotRequest) (Snapshot
 	}
 	req.ReqID = req.ReqID.orNew()
 	res, err := n.snapshotWhole(ctx, req)
-	if kv.CodeOf(err) == kv.CodeTxnTooLarge || kv.CodeOf(err) == kv.CodeTxnTooLong {
+	if errors.Is(err, errTreeTooBig) || kv.CodeOf(err) == kv.CodeTxnTooLarge {
 		res, err = n.snapshotFrozen(ctx, req)
 	}
 	if err != nil {
@@ -120,8 +121,12 @@ func (n *Namespace) snapshotWhole(ctx context.Context, req SnapshotRequest) (Sna
 			res = *existing // our earlier attempt committed
 			return nil
 		}
-		if _, err := o.copySome(st, math.MaxInt); err != nil {
+		done, err := o.copySome(st, math.MaxInt, time.Now().Add(snapshotTxnTime))
+		if err != nil {
 			return err
+		}
+		if !done {
+			return errTreeTooBig
 		}
 		st.info.Batches = 1
 		o.tx.Set(snapshotKey(st.info.Top, req.Name), encode(&st.info))
@@ -130,6 +135,14 @@ func (n *Namespace) snapshotWhole(ctx context.Context, req SnapshotRequest) (Sna
 	})
 	return res, err
 }
+
+// errTreeTooBig: the tree is not copied within one transaction's time.
+var errTreeTooBig = errors.New("ns: the tree is larger than one snapshot transaction copies")
+
+// snapshotTxnTime bounds the copying of one snapshot transaction, well
+// within the KV's transaction time (5 s): a slow store (etcd across hosts)
+// copies fewer entries per transaction instead of running out of time.
+const snapshotTxnTime = 2 * time.Second
 
 // snapshotBatch is how many entries one transaction of a frozen snapshot
 // copies at first: about 2 MB of the KV's 10 MB bound (halved while a
@@ -208,7 +221,7 @@ func (n *Namespace) snapshotFrozen(ctx context.Context, req SnapshotRequest) (Sn
 				}
 				cur = st.clone()
 			}
-			done, err := o.copySome(cur, budget)
+			done, err := o.copySome(cur, budget, time.Now().Add(snapshotTxnTime))
 			if err != nil {
 				return err
 			}
@@ -245,16 +258,21 @@ func (n *Namespace) snapshotFrozen(ctx context.Context, req SnapshotRequest) (Sn
 }
 
 // stillFrozen fails a frozen snapshot's batch once its freeze is gone or
-// past its time (changes may have resumed: the copy would not be one moment).
+// past its time (changes may have resumed: the copy would not be one
+// moment), and renews it.
 func (o *op) stillFrozen(f freezeRecord) error {
 	v, found, err := o.tx.Get(o.ctx, keyFreeze)
 	if err != nil {
 		return err
 	}
 	var cur freezeRecord
-	if !found || decode(v, &cur) != nil || cur != f || o.now >= f.Until {
-		return fail(ErrBusy, "snapshot %q ran past its freeze of %v: namespace changes resumed", f.Snapshot, maxFreeze)
+	if !found || decode(v, &cur) != nil || cur.Req != f.Req || cur.Snapshot != f.Snapshot || o.now >= cur.Until {
+		return fail(ErrBusy, "snapshot %q lost its freeze (%v without a batch): namespace changes resumed", f.Snapshot, maxFreeze)
 	}
+	// Renewed by every batch: a freeze ends maxFreeze after the last batch
+	// of a snapshot whose metad died.
+	cur.Until = o.now + maxFreeze.Nanoseconds()
+	o.tx.Set(keyFreeze, encode(&cur))
 	return nil
 }
 
@@ -265,7 +283,7 @@ func (o *op) thaw(f freezeRecord) error {
 		return err
 	}
 	var cur freezeRecord
-	if decode(v, &cur) == nil && cur == f {
+	if decode(v, &cur) == nil && cur.Req == f.Req && cur.Snapshot == f.Snapshot {
 		o.tx.Clear(keyFreeze)
 	}
 	return nil
@@ -424,16 +442,17 @@ func (o *op) copyDir(src *Inode, parent uint64, name string, req RequestID) (*In
 }
 
 // copySome copies up to budget entries of the tree, depth first (a top
-// directory's snapshots are left out), and reports whether the copy is
-// done.
-func (o *op) copySome(st *copyState, budget int) (bool, error) {
+// directory's snapshots are left out), stopping between pages once past
+// deadline, and reports whether the copy is done.
+func (o *op) copySome(st *copyState, budget int, deadline time.Time) (bool, error) {
 	defer func() {
 		for _, d := range st.dirs {
 			delete(o.dirs, d) // a copy's mtime is its source's, on its inode
 		}
 		st.dirs = st.dirs[:0]
 	}()
-	for len(st.stack) > 0 && budget > 0 {
+	copied := 0
+	for len(st.stack) > 0 && budget > 0 && (copied == 0 || time.Now().Before(deadline)) {
 		i := len(st.stack) - 1
 		fr := st.stack[i]
 		if !fr.started {
@@ -445,7 +464,7 @@ func (o *op) copySome(st *copyState, budget int) (bool, error) {
 		if fr.after != "" {
 			begin = append(dentryKey(fr.src, fr.after), 0)
 		}
-		limit := min(budget, 1024)
+		limit := min(budget, 256)
 		res, err := o.tx.SnapshotGetRange(o.ctx, begin, prefixEnd(prefix), kv.RangeOptions{Limit: limit})
 		if err != nil {
 			return false, err
@@ -455,6 +474,7 @@ func (o *op) copySome(st *copyState, budget int) (bool, error) {
 			name := string(e.Key[len(prefix):])
 			fr.after = name
 			budget--
+			copied++
 			if fr.src == st.info.Top && name == SnapshotDir {
 				continue
 			}

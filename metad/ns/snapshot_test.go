@@ -398,7 +398,7 @@ func TestSnapshotLeftByADeadMetad(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if _, err := o.copySome(st, 3); err != nil { // the first few entries, then the "crash"
+		if _, err := o.copySome(st, 3, time.Now().Add(time.Second)); err != nil { // the first few entries, then the "crash"
 			return err
 		}
 		st.info.Batches, st.info.Building = 1, true
@@ -469,7 +469,7 @@ func TestSnapshotRetriedAfterItsMetadDied(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if _, err := o.copySome(st, 100); err != nil {
+				if _, err := o.copySome(st, 100, time.Now().Add(time.Second)); err != nil {
 					return err
 				}
 				st.info.Batches, st.info.Building = 1, true
