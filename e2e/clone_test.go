@@ -14,6 +14,7 @@ import (
 	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/kv/memkv"
 	"github.com/flyfs/flyfs/core/layout"
+	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/e2e/harness"
 	"github.com/flyfs/flyfs/metad"
 	"github.com/flyfs/flyfs/metad/ns"
@@ -25,27 +26,9 @@ import (
 // the other as it was, a clone of a written clone freezes again, and when
 // every file is gone GC leaves no chunk on storage and fsck is clean.
 func TestCloneSharesChunksUntilWritten(t *testing.T) {
-	c := harness.StartCluster(t, harness.ClusterConfig{Nodes: 3, Chains: 4, T: time.Second, NoSync: true})
+	rig := startCloneRig(t, 10*time.Second)
+	db, fs := rig.db, rig.fs
 	ctx := context.Background()
-	rc := c.RPCClient("client")
-	src, err := client.NewMgmtdSource(ctx, c.MgmtdAddrs(), rc, 100*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	db := memkv.Open(kv.Options{})
-	m, err := metad.New(metad.Config{KV: db, Routing: src, Storage: rc, GCInterval: 50 * time.Millisecond,
-		Namespace: ns.Options{GCGrace: -1}, DefaultChunkSize: 1 << 20, DefaultStripe: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go m.Serve(l)
-	defer m.Close()
-	fs := client.NewFS(src, rc, []string{l.Addr().String()}, client.NewChunkIO(src, rc, 10*time.Second))
 
 	write := func(p string, data []byte, off int64, create bool) {
 		t.Helper()
@@ -158,26 +141,7 @@ func TestCloneSharesChunksUntilWritten(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	chunks := func() int {
-		api := storageapi.Client{RPC: rc}
-		n := 0
-		for _, node := range c.Nodes {
-			for chain := uint32(1); chain <= 4; chain++ {
-				resp, err := api.DumpChunkMeta(ctx, node.Addr, &storageapi.ChunkRange{Chain: chain, Begin: layout.ChunkID{}, End: layout.MakeChunkID(^uint64(0), 0)})
-				if err == nil {
-					n += len(resp.Metas)
-				}
-			}
-		}
-		return n
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for chunks() > 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := chunks(); n != 0 {
-		t.Fatalf("%d chunk replicas left after every file went", n)
-	}
+	rig.waitNoChunks(t)
 	rep, err = ns.Check(ctx, db)
 	if err != nil || !rep.Clean() {
 		t.Fatalf("fsck after GC: %v %s", err, rep.String())
@@ -194,27 +158,9 @@ func TestCloneWritesThroughStorageFailures(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts storage nodes for several seconds")
 	}
-	c := harness.StartCluster(t, harness.ClusterConfig{Nodes: 3, Chains: 4, T: time.Second, NoSync: true})
+	rig := startCloneRig(t, 30*time.Second)
+	c, db, fs := rig.c, rig.db, rig.fs
 	ctx := context.Background()
-	rc := c.RPCClient("client")
-	src, err := client.NewMgmtdSource(ctx, c.MgmtdAddrs(), rc, 100*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	db := memkv.Open(kv.Options{})
-	m, err := metad.New(metad.Config{KV: db, Routing: src, Storage: rc, GCInterval: 50 * time.Millisecond,
-		Namespace: ns.Options{GCGrace: -1}, DefaultChunkSize: 1 << 20, DefaultStripe: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go m.Serve(l)
-	defer m.Close()
-	fs := client.NewFS(src, rc, []string{l.Addr().String()}, client.NewChunkIO(src, rc, 30*time.Second))
 
 	r := rand.New(rand.NewPCG(5, 6))
 	orig := make([]byte, 8<<20)
@@ -324,10 +270,52 @@ func TestCloneWritesThroughStorageFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	api := storageapi.Client{RPC: rc}
+	rig.waitNoChunks(t)
+}
+
+// cloneRig is a three-node cluster with one metad on an in-memory store (GC
+// without grace) and a client retrying for retryFor.
+type cloneRig struct {
+	c  *harness.Cluster
+	db *kv.DB
+	fs *client.FS
+	rc *rpc.Client
+}
+
+func startCloneRig(t *testing.T, retryFor time.Duration) *cloneRig {
+	t.Helper()
+	c := harness.StartCluster(t, harness.ClusterConfig{Nodes: 3, Chains: 4, T: time.Second, NoSync: true})
+	ctx := context.Background()
+	rc := c.RPCClient("client")
+	src, err := client.NewMgmtdSource(ctx, c.MgmtdAddrs(), rc, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	db := memkv.Open(kv.Options{})
+	m, err := metad.New(metad.Config{KV: db, Routing: src, Storage: rc, GCInterval: 50 * time.Millisecond,
+		Namespace: ns.Options{GCGrace: -1}, DefaultChunkSize: 1 << 20, DefaultStripe: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go m.Serve(l)
+	t.Cleanup(func() { m.Close() })
+	fs := client.NewFS(src, rc, []string{l.Addr().String()}, client.NewChunkIO(src, rc, retryFor))
+	return &cloneRig{c: c, db: db, fs: fs, rc: rc}
+}
+
+// waitNoChunks waits for GC to leave no chunk replica on any node.
+func (r *cloneRig) waitNoChunks(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	api := storageapi.Client{RPC: r.rc}
 	left := func() int {
 		n := 0
-		for _, node := range c.Nodes {
+		for _, node := range r.c.Nodes {
 			for chain := uint32(1); chain <= 4; chain++ {
 				resp, err := api.DumpChunkMeta(ctx, node.Addr, &storageapi.ChunkRange{Chain: chain, Begin: layout.ChunkID{}, End: layout.MakeChunkID(^uint64(0), 0)})
 				if err == nil {
