@@ -33,27 +33,8 @@ func TestLiveCopySharesChunks(t *testing.T) {
 	for i := range orig {
 		orig[i] = byte(r.Uint32())
 	}
-	put := func(key string, body []byte) string {
-		t.Helper()
-		out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("cpy"), Key: aws.String(key), Body: bytes.NewReader(body)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return aws.ToString(out.ETag)
-	}
-	get := func(key string) ([]byte, string) {
-		t.Helper()
-		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("cpy"), Key: aws.String(key)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer out.Body.Close()
-		b, err := io.ReadAll(out.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b, aws.ToString(out.ETag)
-	}
+	put := func(key string, body []byte) string { return putBytes(t, c, "cpy", key, body) }
+	get := func(key string) ([]byte, string) { return getBytes(t, c, "cpy", key) }
 	copyObj := func(from, to string) string {
 		t.Helper()
 		out, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("cpy"), Key: aws.String(to), CopySource: aws.String("cpy/" + from)})
@@ -210,22 +191,8 @@ func TestLiveUploadPartCopyShares(t *testing.T) {
 	for i := range big {
 		big[i] = byte(r.Uint32())
 	}
-	put := func(key string, body []byte) {
-		t.Helper()
-		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("mpcopy"), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	get := func(key string) ([]byte, string) {
-		t.Helper()
-		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("mpcopy"), Key: aws.String(key)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer out.Body.Close()
-		b, _ := io.ReadAll(out.Body)
-		return b, aws.ToString(out.ETag)
-	}
+	put := func(key string, body []byte) { putBytes(t, c, "mpcopy", key, body) }
+	get := func(key string) ([]byte, string) { return getBytes(t, c, "mpcopy", key) }
 	type part struct {
 		from, to int64 // a copy of [from, to) of "src"; from < 0: upload body
 		body     []byte
@@ -322,4 +289,29 @@ func TestLiveUploadPartCopyShares(t *testing.T) {
 	if err != nil || len(r2.Problems) > 0 {
 		t.Fatalf("fsck: %v %+v", err, r2)
 	}
+}
+
+// putBytes PUTs body as bucket/key and returns its ETag.
+func putBytes(t testing.TB, c *s3.Client, bucket, key string, body []byte) string {
+	t.Helper()
+	out, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return aws.ToString(out.ETag)
+}
+
+// getBytes GETs bucket/key: its bytes and its ETag.
+func getBytes(t testing.TB, c *s3.Client, bucket, key string) ([]byte, string) {
+	t.Helper()
+	out, err := c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, aws.ToString(out.ETag)
 }
