@@ -85,6 +85,13 @@ func FuzzStoragedHandlers(f *testing.F) {
 	add(storageapi.MethodWrite, &storageapi.WriteReq{Key: tail, Kind: storageapi.KindReplace, ChunkSize: 1 << 16, Checksum: sum, Forwarded: true, Resync: true, UpdateVer: 3, CommitVer: 3}, data)
 	add(storageapi.MethodWrite, &storageapi.WriteReq{Key: head, Kind: storageapi.KindRemove}, nil)
 	add(storageapi.MethodBatchRead, &storageapi.BatchReadReq{IOs: []storageapi.ReadIO{{Key: head, Offset: 0, Length: 1 << 16}, {Key: tail, Offset: 5, Length: 5}}, Relaxed: true}, nil)
+	// Shared chunks: a read and a first write through a layer (the chunk of
+	// inode 77 above as the layer of inode 78's).
+	layer := []layout.LayerChunk{{Chunk: layout.MakeChunkID(79, 0), Len: 1 << 16}, {Chunk: chunk, Len: 50}}
+	own := storageapi.Key{Chain: 1, ChainVer: 1, Chunk: layout.MakeChunkID(78, 0)}
+	add(storageapi.MethodBatchRead, &storageapi.BatchReadReq{IOs: []storageapi.ReadIO{{Key: own, Length: 1 << 10, Base: layer}}}, nil)
+	add(storageapi.MethodWrite, &storageapi.WriteReq{Key: own, Kind: storageapi.KindWrite, Offset: 70, ChunkSize: 1 << 16, Checksum: sum, Base: layer}, data)
+	add(storageapi.MethodWrite, &storageapi.WriteReq{Key: own, Kind: storageapi.KindTruncate, Length: 20, ChunkSize: 1 << 16, Checksum: crc32.Checksum(nil, castagnoli), Base: layer}, nil)
 	begin, end := layout.InodeChunks(77)
 	add(storageapi.MethodRemoveChunks, &storageapi.ChunkRange{Chain: 1, ChainVer: 1, Begin: begin, End: end, Max: 2}, nil)
 	add(storageapi.MethodQueryLastChunk, &storageapi.ChunkRange{Chain: 2, ChainVer: 1, Begin: begin, End: end}, nil)
