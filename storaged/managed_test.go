@@ -473,6 +473,14 @@ func TestRelayRefusesForwards(t *testing.T) {
 // attempt ends there, well before AttemptTimeout, and the write is relayed.
 func TestSilentHeadIsProbed(t *testing.T) {
 	c := harness.StartCluster(t, harness.ClusterConfig{Nodes: 3, Chains: 1, T: time.Second, NoSync: true})
+	// The client's connections to the head carry the delay hook from their
+	// dial: raising the delay later then closes none of them, so the write
+	// meets a silent head rather than a closed connection (which fails
+	// fast and relays without a probe).
+	head, _ := c.Routing().Chains[1].Head()
+	headName := c.Nodes[int(head.Node)-1].Name
+	c.Net.Delay("client", headName, time.Nanosecond)
+	defer c.Net.Delay("client", headName, 0)
 	cl := c.Client(30 * time.Second)
 	chunk := layout.MakeChunkID(1, 0)
 	if _, err := cl.Write(ctx, 1, chunk, 0, []byte("v1"), chunkSize); err != nil {
@@ -482,10 +490,7 @@ func TestSilentHeadIsProbed(t *testing.T) {
 	// still outlives it, and the probe must end the attempt before it.
 	defer func(d time.Duration) { client.AttemptTimeout = d }(client.AttemptTimeout)
 	client.AttemptTimeout = 5 * time.Second
-	head, _ := c.Routing().Chains[1].Head()
-	headName := c.Nodes[int(head.Node)-1].Name
 	c.Net.Delay("client", headName, 6*time.Second)
-	defer c.Net.Delay("client", headName, 0)
 	meta, err := cl.Write(ctx, 1, chunk, 0, []byte("v2"), chunkSize)
 	if err != nil || meta.CommitVer != 2 {
 		t.Fatalf("write with the head silent: %+v, %v", meta, err)
