@@ -84,6 +84,16 @@ func (b *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// click waits for the element sel names, then clicks it from script in the
+// same evaluation: a page refresh may replace the element between a CSS
+// query and a native click (chromedp: "Could not find node with given id").
+func (b *tab) click(what, sel string) {
+	b.t.Helper()
+	q := strconv.Quote(sel)
+	b.waitJS(what+" (its element)", `!!document.querySelector(`+q+`)`, 15*time.Second)
+	b.do(what, chromedp.Evaluate[chromedp.Void](`document.querySelector(`+q+`).click()`))
+}
+
 // waitJS polls a JavaScript expression until it is true.
 func (b *tab) waitJS(what, expr string, d time.Duration) {
 	b.t.Helper()
@@ -384,12 +394,12 @@ func TestBrowserChains(t *testing.T) {
 	b.shot("chains-recovered")
 
 	// Maintenance through the buttons: hold target 101 offline, release it.
-	b.do("take 101 offline", chromedp.Click(chromedp.CSS(`button[data-target="101"][data-action="offline"]`)),
-		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.click("take 101 offline", `button[data-target="101"][data-action="offline"]`)
+	b.do("take 101 offline: its dialog", chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
 	b.waitJS("target 101 offline and marked held", `(() => { const e = document.querySelector('.target[data-target="101"]'); return e && e.dataset.public === 'offline' && e.textContent.includes('held by console: `+r.admin.AccessKey+`'); })()`, 15*time.Second)
 	b.shot("chains-held")
-	b.do("bring 101 online", chromedp.Click(chromedp.CSS(`button[data-target="101"][data-action="online"]`)),
-		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.click("bring 101 online", `button[data-target="101"][data-action="online"]`)
+	b.do("bring 101 online: its dialog", chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
 	b.waitJS("every target serving after the release", allServing, 30*time.Second)
 
 	// Lose the cluster: a banner, not a blank page, and the old figures greyed.
@@ -411,8 +421,8 @@ func TestBrowserLastServingHold(t *testing.T) {
 	b.signIn(r.admin)
 	b.goTo("#/chains")
 	b.waitJS("target 101 serving", `(() => { const e = document.querySelector('.target[data-target="101"]'); return e && e.dataset.public === 'serving'; })()`, 15*time.Second)
-	b.do("take 101 offline", chromedp.Click(chromedp.CSS(`button[data-target="101"][data-action="offline"]`)),
-		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.click("take 101 offline", `button[data-target="101"][data-action="offline"]`)
+	b.do("take 101 offline: its dialog", chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
 	b.waitJS("the last-replica dialog", `(() => { const d = document.getElementById('dialog'); return d.open && document.getElementById('dialog-title').textContent.includes('last serving replica of chain 1') && !!document.getElementById('force-chain'); })()`, 15*time.Second)
 	b.shot("chains-last-serving")
 	b.do("type the chain id and force", chromedp.SendKeys(chromedp.CSS("#force-chain"), "1"), chromedp.Click(chromedp.CSS("#dialog-ok")))
@@ -450,16 +460,15 @@ func TestBrowserNodeMaintenance(t *testing.T) {
 	r := newRig(t, rigConfig{mgmtd: c.MgmtdAddrs(), rc: c.RPCClient("console"), fs: c.FS()})
 	b := newTab(t, r.srv.URL)
 	b.signIn(r.admin)
-	b.waitJS("the maintenance button of node 1", `!!document.querySelector('button[data-node="1"][data-action="maintenance"]')`, 15*time.Second)
-	b.do("maintenance of node 1", chromedp.Click(chromedp.CSS(`button[data-node="1"][data-action="maintenance"]`)))
+	b.click("maintenance of node 1", `button[data-node="1"][data-action="maintenance"]`)
 	b.waitJS("the plan", `document.querySelectorAll('#maintenance-plan tbody tr').length === 2 &&
 		[...document.querySelectorAll('#maintenance-plan tbody tr')].every(tr => tr.cells[2].textContent === 'held offline')`, 10*time.Second)
 	b.shot("maintenance-plan")
 	b.do("start it", chromedp.Click(chromedp.CSS("#dialog-ok")))
 	b.waitJS("node 1's targets held", `!!document.querySelector('button[data-node="1"][data-action="end-maintenance"]') &&
 		document.getElementById('services').textContent.includes('held by console: `+r.admin.AccessKey+`')`, 15*time.Second)
-	b.do("end it", chromedp.Click(chromedp.CSS(`button[data-node="1"][data-action="end-maintenance"]`)),
-		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.click("end it", `button[data-node="1"][data-action="end-maintenance"]`)
+	b.do("end it: its dialog", chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
 	b.waitJS("node 1 out of maintenance", `!!document.querySelector('button[data-node="1"][data-action="maintenance"]')`, 15*time.Second)
 }
 
@@ -868,8 +877,8 @@ func TestBrowserSnapshots(t *testing.T) {
 	b.waitJS("refused", `[...document.querySelectorAll('[role=alert]')].some(e => e.textContent.includes('read-only'))`, 10*time.Second)
 	b.goTo("#/snapshots")
 	b.waitJS("listed again", `document.querySelector('#snapshots tbody tr[data-name=before]') !== null`, 15*time.Second)
-	b.do("delete", chromedp.Evaluate[chromedp.Void](`document.querySelector('#snapshots tbody tr[data-name=before] button[data-action=delete]').click()`),
-		chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.click("delete", `#snapshots tbody tr[data-name=before] button[data-action=delete]`)
+	b.do("delete: its dialog", chromedp.WaitVisible(chromedp.CSS("#dialog-ok")), chromedp.Click(chromedp.CSS("#dialog-ok")))
 	b.waitJS("deleted", `document.getElementById('snap-done').textContent === 'Deleted snapshot before.' && document.querySelector('#snapshots tbody').textContent.includes('No snapshots.')`, 10*time.Second)
 	b.goTo("#/audit")
 	b.waitJS("audited", `document.getElementById('audit').textContent.includes('snapshot before of /proj/run') && document.getElementById('audit').textContent.includes('delete snapshot before')`, 15*time.Second)

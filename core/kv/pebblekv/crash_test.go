@@ -98,8 +98,11 @@ func TestCrashRecovery(t *testing.T) {
 			}
 			close(lines)
 		}()
-		// Let it get going, then kill it at a random moment mid-stream.
-		killAt := time.After(time.Duration(150+rng.IntN(350)) * time.Millisecond)
+		// Let it get going (its first acknowledgement: a loaded machine
+		// may take a while to start it), then kill it at a random moment
+		// mid-stream.
+		var killAt <-chan time.Time
+		stuck := time.After(time.Minute)
 		n := 0
 	read:
 		for {
@@ -110,13 +113,18 @@ func TestCrashRecovery(t *testing.T) {
 				}
 				if id, ok := strings.CutPrefix(l, "ack "); ok {
 					acked[id] = true
-					n++
+					if n++; n == 1 {
+						killAt = time.After(time.Duration(rng.IntN(350)) * time.Millisecond)
+					}
 				} else {
 					t.Fatalf("child said %q", l)
 				}
 			case <-killAt:
 				cmd.Process.Signal(syscall.SIGKILL)
 				killAt = nil
+			case <-stuck:
+				cmd.Process.Signal(syscall.SIGKILL)
+				t.Fatalf("round %d: the child acknowledged nothing within a minute", round)
 			}
 		}
 		cmd.Wait()
