@@ -115,6 +115,7 @@ func TestCrashRecovery(t *testing.T) {
 					acked[id] = true
 					if n++; n == 1 {
 						killAt = time.After(time.Duration(rng.IntN(350)) * time.Millisecond)
+						stuck = nil
 					}
 				} else {
 					t.Fatalf("child said %q", l)
