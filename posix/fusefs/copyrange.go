@@ -40,11 +40,17 @@ func (f *fileSystem) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRang
 		return uint32(min(s.length-in.OffIn, in.Len, maxCopyReply)), fuse.OK
 	}
 	unsupported := fuse.Status(syscall.EOPNOTSUPP)
-	if in.OffIn != 0 || in.OffOut != 0 || src.ino == dst.ino || f.writer(src.ino) != nil {
+	if in.OffIn != 0 || in.OffOut != 0 || src.ino == dst.ino {
 		return 0, unsupported
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
+	if err := src.oi.q.drain(); err != nil {
+		return 0, f.status(ctx, "write", err)
+	}
+	if f.writingNow(src.ino) {
+		return 0, unsupported
+	}
 	sin, err := f.meta.Stat(ctx, src.ino)
 	if err != nil {
 		return 0, f.status(ctx, "copy_file_range", err)

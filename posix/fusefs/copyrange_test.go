@@ -126,3 +126,62 @@ func TestCopyFileRangeShares(t *testing.T) {
 		t.Fatal("a partial copy shares chunks")
 	}
 }
+
+// A source whose writer closed one descriptor (the flush ends its write
+// session) while a duplicate stays open is shared at once: the kernel's
+// release comes only with the last close, and a cp right after a write
+// must not fall back to copying bytes for it. A write through the
+// duplicate afterwards stays out of the copy.
+func TestCopyFileRangeAfterFlush(t *testing.T) {
+	c, m := mountCluster(t, Options{})
+	d := m.Dir()
+	data := bytes.Repeat([]byte("flushed;"), 300_000)
+	w, err := os.OpenFile(filepath.Join(d, "src.bin"), os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Dup(int(w.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A descriptor left open at a failure would hang the test's exit on
+	// its own mount.
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := w.Close(); err != nil { // a flush; the handle stays for fd
+		t.Fatal(err)
+	}
+	in, err := os.Open(filepath.Join(d, "src.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.OpenFile(filepath.Join(d, "dst.bin"), os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.CopyFileRange(int(in.Fd()), nil, int(out.Fd()), nil, len(data), 0)
+	in.Close()
+	if cerr := out.Close(); err != nil || cerr != nil || n != len(data) {
+		t.Fatalf("copy_file_range: %d of %d bytes, %v, close %v", n, len(data), err, cerr)
+	}
+	dst, err := c.FS().Meta().Resolve(context.Background(), "/dst.bin", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dst.Layers) != 1 {
+		t.Fatalf("the copy of a flushed source does not share its chunks (%d layers)", len(dst.Layers))
+	}
+	if _, err := unix.Pwrite(fd, []byte("later"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fsync(fd); err != nil {
+		t.Fatal(err)
+	}
+	dropPages(t, filepath.Join(d, "dst.bin"))
+	got, err := os.ReadFile(filepath.Join(d, "dst.bin"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the copy after a write through the duplicate: %d bytes, %v (want the flushed bytes)", len(got), err)
+	}
+}

@@ -174,6 +174,23 @@ func (f *fileSystem) writer(ino uint64) *handle {
 // holds f.mu.
 func (f *fileSystem) writingLocked(ino uint64) bool { return f.writerLocked(ino) != nil }
 
+// writingNow reports whether a handle here has a write session open or
+// bytes not yet sent: a handle whose close(2) flushed and ended its session
+// stays until the kernel's release, which comes later, and copies in
+// between need not wait for it.
+func (f *fileSystem) writingNow(ino uint64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if oi := f.opened[ino]; oi != nil {
+		for h := range oi.handles {
+			if h.write && (h.live.Load() || h.dirty.Load()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (f *fileSystem) writerLocked(ino uint64) *handle {
 	if oi := f.opened[ino]; oi != nil {
 		for h := range oi.handles {
