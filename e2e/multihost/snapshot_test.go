@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,29 +22,46 @@ func TestKillMetadDuringSnapshot(t *testing.T) {
 		ctx := context.Background()
 		fs := s.C.Dial(60 * time.Second)
 		const files, written = 1500, 20
-		if err := fs.MkdirAll(ctx, "/snapt/run", 0o755); err != nil {
-			s.T.Fatal(err)
-		}
 		body := func(i int, gen string) []byte { return bytes.Repeat([]byte(fmt.Sprintf("%s-%d;", gen, i)), 20_000) }
-		for i := 0; i < files; i++ {
-			f, err := fs.Create(ctx, fmt.Sprintf("/snapt/run/d%02d/f%04d", i%30, i), 0o644)
-			if err != nil {
-				if err := fs.MkdirAll(ctx, fmt.Sprintf("/snapt/run/d%02d", i%30), 0o755); err != nil {
-					s.T.Fatal(err)
-				}
-				if f, err = fs.Create(ctx, fmt.Sprintf("/snapt/run/d%02d/f%04d", i%30, i), 0o644); err != nil {
-					s.T.Fatal(err)
-				}
-			}
-			if i < written {
-				if _, err := f.WriteAtContext(ctx, body(i, "old"), 0); err != nil {
-					s.T.Fatal(err)
-				}
-			}
-			if err := f.CloseContext(ctx); err != nil {
+		// The tree is made by 16 creators at once: one by one, its 3,000
+		// commits on the three-host etcd took minutes the workload filled
+		// with gigabytes for the checks to read back.
+		setup := time.Now()
+		for d := 0; d < 30; d++ {
+			if err := fs.MkdirAll(ctx, fmt.Sprintf("/snapt/run/d%02d", d), 0o755); err != nil {
 				s.T.Fatal(err)
 			}
 		}
+		var next atomic.Int64
+		errs := make(chan error, 16)
+		for range 16 {
+			go func() {
+				for {
+					i := int(next.Add(1) - 1)
+					if i >= files {
+						errs <- nil
+						return
+					}
+					f, err := fs.Create(ctx, fmt.Sprintf("/snapt/run/d%02d/f%04d", i%30, i), 0o644)
+					if err == nil && i < written {
+						_, err = f.WriteAtContext(ctx, body(i, "old"), 0)
+					}
+					if err == nil {
+						err = f.CloseContext(ctx)
+					}
+					if err != nil {
+						errs <- fmt.Errorf("f%04d: %w", i, err)
+						return
+					}
+				}
+			}()
+		}
+		for range 16 {
+			if err := <-errs; err != nil {
+				s.T.Fatal(err)
+			}
+		}
+		s.T.Logf("%d files made in %v", files, time.Since(setup).Round(time.Millisecond))
 		run, err := fs.Meta().Resolve(ctx, "/snapt/run", true)
 		if err != nil {
 			s.T.Fatal(err)
@@ -53,6 +71,7 @@ func TestKillMetadDuringSnapshot(t *testing.T) {
 			err  error
 		}
 		done := make(chan result, 1)
+		snapStart := time.Now()
 		go func() {
 			snap, err := fs.Meta().SnapshotCreate(ctx, run.ID, "s")
 			done <- result{snap, err}
@@ -73,7 +92,7 @@ func TestKillMetadDuringSnapshot(t *testing.T) {
 		if r.err != nil {
 			s.T.Fatalf("snapshot: %v", r.err)
 		}
-		s.T.Logf("snapshot: %d files in %d batch(es)", r.snap.Files, r.snap.Batches)
+		s.T.Logf("snapshot: %d files in %d batch(es), %v", r.snap.Files, r.snap.Batches, time.Since(snapStart).Round(time.Millisecond))
 		if r.snap.Files != files || r.snap.Building {
 			s.T.Fatalf("snapshot: %+v", r.snap)
 		}
