@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/metaapi"
+	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/e2e/harness"
 )
 
@@ -889,5 +890,76 @@ func TestOverviewGCBytes(t *testing.T) {
 	b.must("GET", "/api/overview", nil, &o)
 	if o.Namespace == nil || o.Namespace.Bytes != 600_000 || o.Namespace.GCBytes != 300_000 || o.GCQueue == nil || *o.GCQueue != 1 {
 		t.Fatalf("namespace %+v, gc queue %v", o.Namespace, o.GCQueue)
+	}
+}
+
+// TestChainTable: the console proposes a table over the live storage nodes,
+// previews it with its balance figures, refuses bad shapes and ids that
+// exist, and creates the chains (audited with the signed-in key).
+func TestChainTable(t *testing.T) {
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 3, Chains: 2, Replicas: 2}})
+	r := newRig(t, rigConfig{mgmtd: c.MgmtdAddrs(), rc: c.RPCClient("console"), fs: c.FS()})
+	b := r.browser()
+	b.signIn(r.admin)
+	var d chainTableJSON
+	b.must("GET", "/api/chains/new", nil, &d)
+	if !slices.Equal(d.Nodes, []uint32{1, 2, 3}) || d.Replicas != 3 || d.FirstChain != 3 || d.DisksPerNode != 1 || d.Chains != 8 || d.Layout != "balanced" {
+		t.Fatalf("proposed table: %+v", d)
+	}
+	d.Replicas, d.Chains = 2, 6
+	var plan struct {
+		Chains  []newChainJSON `json:"chains"`
+		Balance balanceJSON    `json:"balance"`
+		Created bool           `json:"created"`
+	}
+	b.must("POST", "/api/chains/plan", d, &plan)
+	if len(plan.Chains) != 6 || plan.Chains[0].ID != 3 || plan.Chains[0].Targets[0].ID != 301 || plan.Created ||
+		!strings.Contains(plan.Balance.Text, "3 disks on 3 nodes, 2 replicas, 6 chains") || plan.Balance.Worst <= 0 {
+		t.Fatalf("plan: %+v", plan)
+	}
+	chainsNow := func() map[routing.ChainID]*routing.Chain {
+		t.Helper()
+		resp, err := c.FS().Mgmtd().GetRouting(context.Background(), 0)
+		if err != nil || resp.Info == nil {
+			t.Fatalf("routing: %v", err)
+		}
+		return resp.Info.Chains
+	}
+	if len(chainsNow()) != 2 {
+		t.Fatalf("a plan created chains: %d", len(chainsNow()))
+	}
+	for _, bad := range []struct {
+		mend func(*chainTableJSON)
+		code int
+		want string
+	}{
+		{func(j *chainTableJSON) { j.Replicas = 4 }, http.StatusBadRequest, "bad_request"},
+		{func(j *chainTableJSON) { j.Layout = "random" }, http.StatusBadRequest, "bad_request"},
+		{func(j *chainTableJSON) { j.Nodes = nil }, http.StatusBadRequest, "bad_request"},
+		{func(j *chainTableJSON) { j.FirstChain = 2 }, http.StatusConflict, "exists"},
+	} {
+		j := d
+		bad.mend(&j)
+		if code, e := b.do("POST", "/api/chains", j, nil); code != bad.code || e != bad.want {
+			t.Errorf("%+v: %d %s, want %d %s", j, code, e, bad.code, bad.want)
+		}
+	}
+	b.must("POST", "/api/chains", d, &plan)
+	if !plan.Created {
+		t.Fatalf("create: %+v", plan)
+	}
+	after := chainsNow()
+	for id := routing.ChainID(3); id <= 8; id++ {
+		ch, ok := after[id]
+		if !ok || len(ch.Targets) != 2 || ch.Targets[0].Node == ch.Targets[1].Node {
+			t.Fatalf("chain %d after create: %+v", id, ch)
+		}
+	}
+	var a struct {
+		Records []auditJSON `json:"records"`
+	}
+	b.must("GET", "/api/audit?limit=5", nil, &a)
+	if len(a.Records) == 0 || a.Records[0].By != "console: "+r.admin.AccessKey || a.Records[0].Action != "set chains 3, 4, 5, 6, 7, 8" {
+		t.Errorf("audit trail: %+v", a.Records)
 	}
 }

@@ -883,3 +883,39 @@ func TestBrowserSnapshots(t *testing.T) {
 	b.goTo("#/audit")
 	b.waitJS("audited", `document.getElementById('audit').textContent.includes('snapshot before of /proj/run') && document.getElementById('audit').textContent.includes('delete snapshot before')`, 15*time.Second)
 }
+
+// TestBrowserChainTable: an admin opens the chain-table form on the Chains
+// page, sees the proposed table's chains and balance figures change with
+// its fields, is told when the ids exist already, and creates the chains.
+func TestBrowserChainTable(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium found (install the Debian package chromium): browser tests skipped")
+	}
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 3, Chains: 2, Replicas: 2}})
+	r := newRig(t, rigConfig{mgmtd: c.MgmtdAddrs(), rc: c.RPCClient("console"), fs: c.FS()})
+	b := newTab(t, r.srv.URL)
+	b.signIn(r.admin)
+	b.goTo("#/chains")
+	b.click("new chains", "#chains-new")
+	b.waitJS("the proposed table", `!!document.getElementById('ct-figures') && document.getElementById('ct-figures').textContent.includes('3 disks on 3 nodes, 3 replicas, 8 chains') &&
+		document.querySelectorAll('#ct-preview tbody tr').length === 8 && document.querySelector('#ct-preview tbody tr').dataset.chain === '3'`, 15*time.Second)
+	set := func(id, v string) {
+		b.eval(`(() => { const e = document.getElementById('` + id + `'); e.value = '` + v + `'; e.dispatchEvent(new Event('change')); return ''; })()`)
+	}
+	set("ct-replicas", "2")
+	set("ct-count", "6")
+	b.waitJS("2 replicas, 6 chains", `document.getElementById('ct-figures').textContent.includes('2 replicas, 6 chains') &&
+		document.querySelectorAll('#ct-preview tbody tr').length === 6`, 10*time.Second)
+	b.shot("chain-table")
+	set("ct-first", "1")
+	b.waitJS("ids that exist", `document.getElementById('ct-figures').textContent.includes('exists already') &&
+		document.querySelectorAll('#ct-preview tbody tr').length === 0`, 10*time.Second)
+	set("ct-first", "3")
+	b.waitJS("the table again", `document.querySelectorAll('#ct-preview tbody tr').length === 6`, 10*time.Second)
+	b.do("create", chromedp.Click(chromedp.CSS("#dialog-ok")))
+	b.waitJS("chains 3..8 listed", `document.querySelectorAll('#chains tbody tr').length === 8 && !!document.querySelector('#chains tr[data-chain="8"]')`, 15*time.Second)
+	resp, err := c.FS().Mgmtd().GetRouting(context.Background(), 0)
+	if err != nil || len(resp.Info.Chains) != 8 {
+		t.Fatalf("routing after create: %v", err)
+	}
+}

@@ -197,6 +197,9 @@ func (c *Console) routes() error {
 
 	c.mux.HandleFunc("GET /api/overview", c.authed(false, c.handleOverview))
 	c.mux.HandleFunc("GET /api/chains", c.authed(false, c.handleChains))
+	c.mux.HandleFunc("GET /api/chains/new", c.authed(false, c.handleChainTableDefaults))
+	c.mux.HandleFunc("POST /api/chains/plan", c.authed(true, c.handleChainTable(false)))
+	c.mux.HandleFunc("POST /api/chains", c.authed(true, c.handleChainTable(true)))
 	c.mux.HandleFunc("POST /api/targets/{id}/offline", c.authed(true, c.handleHold(true)))
 	c.mux.HandleFunc("POST /api/targets/{id}/online", c.authed(true, c.handleHold(false)))
 	c.mux.HandleFunc("POST /api/nodes/{id}/maintenance", c.authed(true, c.handleMaintenance(true)))

@@ -6,7 +6,7 @@
 set -uo pipefail
 GO=${GO:-go}
 log=$(mktemp /tmp/flyfs-test.XXXXXX.log)
-"$GO" test -race -timeout "${FLYFS_TEST_TIMEOUT:-15m}" "$@" ./... 2>&1 | tee "$log"
+"$GO" test -race -timeout "${FLYFS_TEST_TIMEOUT:-20m}" "$@" ./... 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 if [ "$rc" -ne 0 ]; then
 	echo

@@ -444,10 +444,8 @@ baseline. The table and its balance figures are printed; --dry-run stops there.`
 			if err != nil {
 				return err
 			}
-			for _, ch := range chains {
-				if _, exists := info.Chains[ch.ID]; exists {
-					return fmt.Errorf("chain %d exists already; choose a --first-chain above %d", ch.ID, maxChainID(info))
-				}
+			if id := (routing.NewTable{Chains: chains}).Overlap(info); id != 0 {
+				return fmt.Errorf("chain %d exists already; choose a --first-chain above %d", id, info.MaxChainID())
 			}
 			resp, err := m.SetChains(ctx, &mgmtdapi.SetChainsReq{Chains: chains, By: adminWho()})
 			if err != nil {
@@ -477,56 +475,20 @@ func (c *createChainsOptions) build() ([]routing.Chain, []routing.Disk, [][]int,
 	if c.chains < 1 {
 		return nil, nil, nil, errors.New("--chains is required: how many chains to create")
 	}
-	if c.disksPerNode < 1 {
-		return nil, nil, nil, fmt.Errorf("--disks-per-node %d: want at least 1", c.disksPerNode)
-	}
-	if c.replicas < 1 || c.replicas > 99 {
-		return nil, nil, nil, fmt.Errorf("--replicas %d: want 1..99 (target ids are chain*100 + position)", c.replicas)
-	}
-	if c.firstChain < 1 {
-		return nil, nil, nil, errors.New("--first-chain 0: chain id 0 is reserved")
-	}
-	if last := uint64(c.firstChain) + uint64(c.chains) - 1; last*100+99 > math.MaxUint32 {
-		return nil, nil, nil, fmt.Errorf("chain ids up to %d: target ids (chain*100 + position) would not fit 32 bits", last)
-	}
-	var disks []routing.Disk
-	seen := map[uint64]bool{}
+	spec := routing.TableSpec{DisksPerNode: c.disksPerNode, Replicas: c.replicas, Chains: c.chains,
+		Layout: c.layout, Seed: c.seed, FirstChain: routing.ChainID(c.firstChain)}
 	for _, s := range c.nodes {
 		n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 32)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("--nodes: %q is not a node id", s)
 		}
-		if seen[n] {
-			return nil, nil, nil, fmt.Errorf("--nodes: node %d listed twice", n)
-		}
-		seen[n] = true
-		for d := range c.disksPerNode {
-			disks = append(disks, routing.Disk{Node: routing.NodeID(n), Index: d})
-		}
+		spec.Nodes = append(spec.Nodes, routing.NodeID(n))
 	}
-	var table [][]int
-	var err error
-	switch c.layout {
-	case "balanced":
-		table, err = routing.BalancedLayout(disks, c.replicas, c.chains, c.seed)
-	case "simple":
-		table, err = routing.SimpleLayout(disks, c.replicas, c.chains)
-	default:
-		return nil, nil, nil, fmt.Errorf("--layout %q: want balanced or simple", c.layout)
-	}
+	t, err := spec.Build()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	chains := make([]routing.Chain, len(table))
-	for i, row := range table {
-		id := routing.ChainID(c.firstChain + uint32(i))
-		chains[i] = routing.Chain{ID: id}
-		for pos, di := range row {
-			chains[i].Targets = append(chains[i].Targets, routing.Target{
-				ID: routing.TargetID(uint32(id)*100 + uint32(pos) + 1), Node: disks[di].Node, Disk: disks[di].Index})
-		}
-	}
-	return chains, disks, table, nil
+	return t.Chains, t.Disks, t.Rows, nil
 }
 
 func printNewChains(out io.Writer, chains []routing.Chain) {
@@ -540,14 +502,6 @@ func printNewChains(out io.Writer, chains []routing.Chain) {
 		fmt.Fprintf(w, "%d\t%s\n", c.ID, strings.Join(ts, "  "))
 	}
 	w.Flush()
-}
-
-func maxChainID(info *routing.Info) routing.ChainID {
-	var m routing.ChainID
-	for id := range info.Chains {
-		m = max(m, id)
-	}
-	return m
 }
 
 // adminHoldCmd is offline-target (hold) or online-target (release).

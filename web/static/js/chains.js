@@ -2,7 +2,7 @@
 // chains stay fast: the server sorts and pages), targets in order with their
 // states, recovery progress, and hold/release buttons.
 import * as api from './api.js';
-import { h, replace, badge, fmtBytes, fmtNum, fmtDuration, confirmDialog, dialog } from './dom.js';
+import { h, replace, clear, badge, fmtBytes, fmtNum, fmtDuration, confirmDialog, dialog } from './dom.js';
 
 const PAGE = 100;
 
@@ -21,8 +21,9 @@ export function chainsPage(root, params) {
   const pager = h('div', { class: 'pager' });
   const body = h('tbody');
   const msg = h('p', { class: 'error' });
+  const newBtn = h('button', { class: 'secondary small', id: 'chains-new', onclick: () => newChains() }, 'New chains…');
   root.append(h('h1', {}, 'Chains'), summary,
-    h('div', { class: 'toolbar' }, stateSel, tables, search, h('span', { class: 'spacer' }), pager), msg,
+    h('div', { class: 'toolbar' }, stateSel, tables, search, newBtn, h('span', { class: 'spacer' }), pager), msg,
     h('div', { class: 'table-wrap' }, h('table', { id: 'chains' },
       h('thead', {}, h('tr', {}, h('th', {}, 'Chain'), h('th', {}, 'Version'), h('th', {}, 'State'), h('th', {}, 'Tables'), h('th', {}, 'Targets, head first'))),
       body)));
@@ -113,6 +114,71 @@ export function chainsPage(root, params) {
       }
       msg.textContent = '';
       await refresh();
+    } catch (err) {
+      msg.textContent = err.message;
+    } finally {
+      busy = false;
+    }
+  }
+
+  // newChains computes a chain table as `flyfs admin create-chains` does,
+  // previews its chains and balance figures as the fields change, and
+  // creates it on confirmation.
+  async function newChains() {
+    busy = true;
+    try {
+      const d = await api.get('/api/chains/new');
+      const field = (id, label, value, attrs = {}) => {
+        const input = h('input', Object.assign({ id: 'ct-' + id, value: String(value), size: 10, autocomplete: 'off' }, attrs));
+        return [input, h('label', { for: 'ct-' + id }, label, ' ', input)];
+      };
+      const [nodes, nodesL] = field('nodes', 'Storage nodes', d.nodes.join(','), { size: 24 });
+      const [disks, disksL] = field('disks', 'Disks per node', d.disksPerNode, { inputmode: 'numeric' });
+      const [repl, replL] = field('replicas', 'Replicas', d.replicas, { inputmode: 'numeric' });
+      const [count, countL] = field('count', 'Chains', d.chains, { inputmode: 'numeric' });
+      const [first, firstL] = field('first', 'First chain id', d.firstChain, { inputmode: 'numeric' });
+      const [seed, seedL] = field('seed', 'Seed', 0, { inputmode: 'numeric' });
+      const layout = h('select', { id: 'ct-layout' }, h('option', { value: 'balanced' }, 'balanced'), h('option', { value: 'simple' }, 'simple'));
+      const figures = h('div', { id: 'ct-figures', class: 'muted' }, 'Computing…');
+      const preview = h('div', { id: 'ct-preview', class: 'table-wrap' });
+      const spec = () => ({
+        nodes: nodes.value.split(',').map(x => x.trim()).filter(Boolean).map(Number),
+        disksPerNode: Number(disks.value), replicas: Number(repl.value), chains: Number(count.value),
+        layout: layout.value, seed: Number(seed.value), firstChain: Number(first.value),
+      });
+      let seq = 0;
+      const plan = async () => {
+        const mine = ++seq;
+        try {
+          const p = await api.post('/api/chains/plan', spec());
+          if (mine !== seq) return;
+          const b = p.balance;
+          replace(figures, h('p', {}, b.text + '.'),
+            h('p', {}, `When a disk fails, at most ${(100 * b.worst).toFixed(1)}% of its reads land on one other disk (ideal ${(100 * b.ideal).toFixed(1)}%` +
+              (b.simple ? `, the simple layout ${(100 * b.simple).toFixed(1)}%` : '') + ').'));
+          figures.className = 'muted';
+          replace(preview, h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Chain'), h('th', {}, 'Targets, head first (id @ node/disk)'))),
+            h('tbody', {}, p.chains.slice(0, 200).map(c => h('tr', { dataset: { chain: c.id } }, h('td', {}, String(c.id)),
+              h('td', {}, c.targets.map(t => `${t.id} @ ${t.node}/${t.disk}`).join(' · ')))))),
+            p.chains.length > 200 ? h('p', { class: 'muted' }, `and ${fmtNum(p.chains.length - 200)} more`) : null);
+        } catch (err) {
+          if (mine !== seq) return;
+          figures.textContent = err.message;
+          figures.className = 'error';
+          clear(preview);
+        }
+      };
+      for (const el of [nodes, disks, repl, count, first, seed, layout]) el.addEventListener('change', plan);
+      plan();
+      const ok = await dialog('New chains', [
+        h('p', {}, 'Compute a chain table over storage nodes\' disks and create its chains (as flyfs admin create-chains). The balanced layout spreads a failed disk\'s reads evenly over the other disks.'),
+        h('div', { class: 'form-grid' }, nodesL, disksL, replL, countL, h('label', { for: 'ct-layout' }, 'Layout ', layout), seedL, firstL),
+        figures, preview], { okText: 'Create chains' });
+      if (!ok) return;
+      const r = await api.post('/api/chains', spec());
+      msg.textContent = '';
+      await refresh();
+      summary.append(` · created ${fmtNum(r.chains.length)} chains (routing version ${r.routingVersion})`);
     } catch (err) {
       msg.textContent = err.message;
     } finally {
