@@ -31,6 +31,7 @@ var jsonCalls = []jsonCall{
 	{"POST", "/api/fs/rename", func() any { return new(renameReq) }},
 	{"POST", "/api/fs/delete", func() any { return new(deleteReq) }},
 	{"POST", "/api/fs/uploads", func() any { return new(uploadStartReq) }},
+	{"POST", "/api/chains/plan", func() any { return new(chainTableJSON) }},
 }
 
 func jsonCallIndex(method, path string) uint8 {
@@ -123,6 +124,7 @@ func FuzzConsoleJSON(f *testing.F) {
 	add("POST", "/api/fs/delete", deleteReq{Path: "/data/sub", Recursive: true})
 	add("POST", "/api/fs/delete", deleteReq{Path: "/data/f"})
 	add("POST", "/api/fs/uploads", uploadStartReq{Path: "/data/up", Size: 10})
+	add("POST", "/api/chains/plan", chainTableJSON{Nodes: []uint32{1}, DisksPerNode: 2, Replicas: 1, Chains: 4, Layout: "simple", FirstChain: 50})
 	f.Add(jsonCallIndex("POST", "/api/fs/mkdir"), []byte(`{"path":"/data/y"} {"path":"/z"}`))
 	f.Add(jsonCallIndex("POST", "/api/fs/mkdir"), []byte(`{"path":"/data/y","mode":1}`))
 	f.Add(jsonCallIndex("POST", "/api/keys"), []byte(`{"buckets":null,"admin":"yes"}`))

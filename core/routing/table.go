@@ -35,16 +35,24 @@ func TargetIDOf(chain ChainID, pos int) TargetID {
 	return TargetID(uint32(chain)*100 + uint32(pos) + 1)
 }
 
+// A table holds at most MaxTableChains chains over MaxTableDisks disks:
+// computing one is linear in its size (100,000 chains take seconds), and a
+// request from the network must not ask for hours.
+const (
+	MaxTableChains = 100_000
+	MaxTableDisks  = 16_384
+)
+
 // Build checks the spec and computes its table; it is pure and, for a
 // seed, deterministic.
 func (s TableSpec) Build() (NewTable, error) {
 	switch {
 	case len(s.Nodes) == 0:
 		return NewTable{}, errors.New("no storage nodes to place chains on")
-	case s.Chains < 1:
-		return NewTable{}, fmt.Errorf("%d chains: want at least 1", s.Chains)
-	case s.DisksPerNode < 1:
-		return NewTable{}, fmt.Errorf("%d disks per node: want at least 1", s.DisksPerNode)
+	case s.Chains < 1 || s.Chains > MaxTableChains:
+		return NewTable{}, fmt.Errorf("%d chains: want 1..%d", s.Chains, MaxTableChains)
+	case s.DisksPerNode < 1 || s.DisksPerNode > MaxTableDisks || len(s.Nodes)*s.DisksPerNode > MaxTableDisks:
+		return NewTable{}, fmt.Errorf("%d disks per node on %d nodes: want at least 1 and at most %d disks in all", s.DisksPerNode, len(s.Nodes), MaxTableDisks)
 	case s.Replicas < 1 || s.Replicas > 99:
 		return NewTable{}, fmt.Errorf("%d replicas: want 1..99 (target ids are chain*100 + position)", s.Replicas)
 	case s.FirstChain < 1:

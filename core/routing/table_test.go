@@ -31,7 +31,9 @@ func TestTableSpecBuild(t *testing.T) {
 	}{
 		{"no nodes", func(s *TableSpec) { s.Nodes = nil }, "no storage nodes"},
 		{"no chains", func(s *TableSpec) { s.Chains = 0 }, "0 chains"},
+		{"too many chains", func(s *TableSpec) { s.Chains = MaxTableChains + 1 }, "want 1..100000"},
 		{"no disks", func(s *TableSpec) { s.DisksPerNode = 0 }, "0 disks per node"},
+		{"too many disks", func(s *TableSpec) { s.DisksPerNode = MaxTableDisks/3 + 1 }, "at most 16384 disks"},
 		{"too many replicas", func(s *TableSpec) { s.Replicas = 100 }, "100 replicas: want 1..99"},
 		{"more replicas than nodes", func(s *TableSpec) { s.Replicas = 4 }, ""},
 		{"chain 0", func(s *TableSpec) { s.FirstChain = 0 }, "chain id 0 is reserved"},
