@@ -777,6 +777,10 @@ func TestBrowserMultiSelect(t *testing.T) {
 	b.waitJS("listed", rowJS("a")+` !== undefined && `+rowJS("sub")+` !== undefined`, 15*time.Second)
 	b.do("select a and sub", chromedp.Evaluate[chromedp.Void](rowJS("a")+`.querySelector('input.sel').click(); `+rowJS("sub")+`.querySelector('input.sel').click();`))
 	b.waitJS("the button counts them", `document.getElementById('delete-selected').textContent === 'Delete 2 selected'`, 5*time.Second)
+	b.waitJS("the download link names them", `document.getElementById('download-selected').textContent === 'Download 2 selected (zip)'`, 5*time.Second)
+	b.do("fetch the download", chromedp.Evaluate[chromedp.Void](`fetch(document.getElementById('download-selected').href).then(r => r.arrayBuffer()).then(b => {
+		const t = new TextDecoder().decode(b); window.zipGot = t.slice(0, 2) + ' ' + ['a', 'sub/', 'sub/x'].every(n => t.includes(n)); })`))
+	b.waitJS("a zip of a and sub's tree", `window.zipGot === 'PK true'`, 10*time.Second)
 	b.do("delete selected", chromedp.Click(chromedp.CSS("#delete-selected")), chromedp.WaitVisible(chromedp.CSS("#dialog-ok")))
 	b.waitJS("the confirmation names them", `(() => { const t = document.getElementById('dialog-body').textContent; return t.includes('sub') && t.includes('a') && t.includes('with everything in them'); })()`, 5*time.Second)
 	b.do("confirm", chromedp.Click(chromedp.CSS("#dialog-ok")))

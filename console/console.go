@@ -210,6 +210,7 @@ func (c *Console) routes() error {
 	c.mux.HandleFunc("GET /api/fs/count", c.authed(false, c.handleCount))
 	c.mux.HandleFunc("GET /api/fs/stat", c.authed(false, c.handleStat))
 	c.mux.HandleFunc("GET /api/fs/download", c.authed(false, c.handleDownload))
+	c.mux.HandleFunc("GET /api/fs/archive", c.authed(false, c.handleArchive))
 	c.mux.HandleFunc("POST /api/fs/mkdir", c.authed(true, c.handleMkdir))
 	c.mux.HandleFunc("POST /api/fs/rename", c.authed(true, c.handleRename))
 	c.mux.HandleFunc("POST /api/fs/delete", c.authed(true, c.handleDelete))

@@ -47,11 +47,19 @@ export function nsPage(root, params) {
   // Multi-select: a box per row (in its last cell) and one for the page.
   const selectAll = h('input', { type: 'checkbox', id: 'select-all', title: 'select every entry of this page' });
   const delSel = h('button', { class: 'danger', id: 'delete-selected', disabled: true, onclick: () => removeSelected() }, 'Delete selected');
+  // Several entries download as one zip archive (directories with their
+  // trees), streamed by the server: a link, so the browser saves it as it
+  // comes instead of holding it in memory.
+  const dlSel = h('a', { id: 'download-selected', class: 'button secondary disabled', download: '' }, 'Download selected');
   const selected = () => [...tbody.querySelectorAll('input.sel:checked')].map(b => b.closest('tr'));
   const updateSel = () => {
-    const n = selected().length;
+    const rows = selected(), n = rows.length;
     delSel.disabled = n === 0;
     delSel.textContent = n ? `Delete ${n} selected` : 'Delete selected';
+    dlSel.classList.toggle('disabled', n === 0);
+    dlSel.textContent = n ? `Download ${n} selected (zip)` : 'Download selected';
+    if (n) dlSel.href = '/api/fs/archive?' + new URLSearchParams([['dir', path], ...rows.map(tr => ['name', tr.dataset.name])]);
+    else dlSel.removeAttribute('href');
   };
   selectAll.addEventListener('change', () => { tbody.querySelectorAll('input.sel').forEach(b => { b.checked = selectAll.checked; }); updateSel(); });
   tbody.addEventListener('change', (ev) => { if (ev.target.classList.contains('sel')) updateSel(); });
@@ -62,7 +70,7 @@ export function nsPage(root, params) {
     h('div', { class: 'toolbar' },
       h('button', { id: 'mkdir-btn', onclick: mkdir }, 'New directory'),
       h('button', { id: 'upload-btn', class: 'secondary', onclick: () => fileInput.click() }, 'Upload files'), fileInput,
-      h('button', { class: 'secondary', onclick: () => reload() }, 'Refresh'), delSel,
+      h('button', { class: 'secondary', onclick: () => reload() }, 'Refresh'), dlSel, delSel,
       h('span', { class: 'muted' }, 'or drop files on the list'),
       h('span', { class: 'spacer' }), pager),
     h('div', { class: 'toolbar' }, search, sortSel, orderBtn, total),
