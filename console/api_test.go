@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/metaapi"
+	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/e2e/harness"
 )
@@ -962,4 +963,102 @@ func TestChainTable(t *testing.T) {
 	if len(a.Records) == 0 || a.Records[0].By != "console: "+r.admin.AccessKey || a.Records[0].Action != "set chains 3, 4, 5, 6, 7, 8" {
 		t.Errorf("audit trail: %+v", a.Records)
 	}
+}
+
+// TestOverviewRetained: the overview tells apart what noncurrent versions,
+// the trash and snapshots hold of the namespace's bytes, as the console
+// counted them in the background before anyone asked.
+func TestOverviewRetained(t *testing.T) {
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 4}, ChunkSize: 1 << 20, TrashDays: 1})
+	retainedTree(t, c.FS())
+	r := fsRig(t, c, false)
+	b := r.browser()
+	b.signIn(r.admin)
+	var o overviewJSON
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b.must("GET", "/api/overview", nil, &o)
+		if o.Namespace != nil && o.Namespace.Retained != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no count of versions, trash and snapshots within 30 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	got := *o.Namespace.Retained
+	got.At = time.Time{}
+	want := retainedJSON{VersionFiles: 2, VersionBytes: 1500, DeleteMarkers: 1, TrashEntries: 2, TrashBytes: 57_000,
+		SnapshotFiles: 1, SnapshotBytes: 90_000, Complete: true}
+	if got != want {
+		t.Fatalf("retained %+v, want %+v", got, want)
+	}
+	if live := o.Namespace.Bytes - int64(o.Namespace.GCBytes) - 1500 - 57_000 - 90_000; live != 3000+90_000 {
+		t.Errorf("live bytes %d (namespace %+v), want the current model and the snapshotted file", live, o.Namespace)
+	}
+}
+
+// retainedTree makes what the overview's count tells apart: a versioned
+// bucket with 1,500 bytes in two noncurrent versions and a delete marker,
+// 57,000 bytes in the trash (a file and a tree), and a 90,000-byte file in
+// a snapshot; 3,000 bytes of live files besides the snapshotted one.
+func retainedTree(t *testing.T, fs *client.FS) {
+	t.Helper()
+	ctx := context.Background()
+	put := func(p string, n int) {
+		t.Helper()
+		f, err := fs.Create(ctx, p, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt(make([]byte, n), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{"/vb", "/plain/tree/sub", "/snapped"} {
+		if err := fs.MkdirAll(ctx, d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vb, err := fs.Stat(ctx, "/vb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Meta().SetVersioning(ctx, vb.ID, metaapi.VersioningEnabled); err != nil {
+		t.Fatal(err)
+	}
+	put("/vb/model", 1000)
+	put("/vb/.tmp", 3000)
+	if err := fs.Rename(ctx, "/vb/.tmp", "/vb/model"); err != nil { // the 1,000 bytes become a noncurrent version
+		t.Fatal(err)
+	}
+	put("/vb/gone", 500)
+	if err := fs.Remove(ctx, "/vb/gone"); err != nil { // a version and a delete marker
+		t.Fatal(err)
+	}
+	put("/plain/one", 7000)
+	put("/plain/tree/a", 20_000)
+	put("/plain/tree/sub/b", 30_000)
+	if err := fs.Remove(ctx, "/plain/one"); err != nil { // to the trash
+		t.Fatal(err)
+	}
+	plain, err := fs.Stat(ctx, "/plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Meta().RemoveAll(ctx, plain.ID, "tree"); err != nil { // a tree to the trash
+		t.Fatal(err)
+	}
+	put("/snapped/s", 90_000)
+	snapped, err := fs.Stat(ctx, "/snapped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Meta().SnapshotCreate(ctx, snapped.ID, "s1"); err != nil {
+		t.Fatal(err)
+	}
+
 }

@@ -923,3 +923,21 @@ func TestBrowserChainTable(t *testing.T) {
 		t.Fatalf("routing after create: %v", err)
 	}
 }
+
+// TestBrowserOverviewRetained: the overview's namespace figure names the
+// bytes of noncurrent versions, the trash and snapshots apart from live
+// files.
+func TestBrowserOverviewRetained(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium found (install the Debian package chromium): browser tests skipped")
+	}
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 4}, ChunkSize: 1 << 20, TrashDays: 1})
+	retainedTree(t, c.FS())
+	r := fsRig(t, c, false)
+	b := newTab(t, r.srv.URL)
+	b.signIn(r.admin)
+	b.waitJS("the namespace's bytes apart", `(() => { const t = document.getElementById('stats').textContent;
+		return t.includes('1.5 KiB in 2 noncurrent versions') && t.includes('55.7 KiB in the trash') &&
+			t.includes('87.9 KiB in snapshots') && t.includes('90.8 KiB in live files'); })()`, 20*time.Second)
+	b.shot("overview-retained")
+}

@@ -167,7 +167,10 @@ type namespaceJSON struct {
 	Bytes  int64 `json:"bytes"` // every file's length, removed ones awaiting GC included
 	// GCBytes: of Bytes, what removed files awaiting GC hold.
 	GCBytes uint64 `json:"gcBytes"`
-	Error   string `json:"error,omitempty"`
+	// Retained: of Bytes, what noncurrent versions, the trash and
+	// snapshots hold, as last counted (nil: not counted yet).
+	Retained *retainedJSON `json:"retained"`
+	Error    string        `json:"error,omitempty"`
 }
 
 // serviceJSON is a service registered with mgmtd (metad, gateway, console,
@@ -388,7 +391,7 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 		out.Unreported = append(out.Unreported, "registered services (metad, gateways): "+err.Error())
 	}
 	tot, err := c.namespaceTotalsErr(ctx)
-	nj := &namespaceJSON{Inodes: tot.inodes, Bytes: tot.bytes, GCBytes: tot.gcBytes}
+	nj := &namespaceJSON{Inodes: tot.inodes, Bytes: tot.bytes, GCBytes: tot.gcBytes, Retained: c.retained.get()}
 	if err != nil {
 		nj.Error = err.Error()
 		bad("unavailable", "the metadata service does not answer: "+err.Error())

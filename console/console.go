@@ -70,6 +70,7 @@ type Console struct {
 	signin   *signinLimits // failed sign-ins, per client address and per key
 	sampler  *sampler
 	uploads  *uploads
+	retained retainedCounter
 
 	rmu   sync.Mutex // guards the routing cache
 	rinfo *routing.Info
@@ -158,6 +159,7 @@ func (c *Console) background(ctx context.Context) {
 		// last hour, not only the minutes someone watched.
 		c.sampler.sample(ctx)
 		c.uploads.reap(ctx, c, c.cfg.Now())
+		c.retained.maybeCount(ctx, c, c.cfg.Now())
 		select {
 		case <-ctx.Done():
 			return

@@ -10,7 +10,7 @@ export function overviewPage(root, params) {
   const rangeBar = h('div', { class: 'toolbar', id: 'range' }, h('span', { class: 'muted' }, 'History:'),
     RANGES.map(([v, label]) => h('button', { class: 'small ' + (v === range ? '' : 'secondary'), dataset: { range: v }, onclick: () => { location.hash = '#/overview?' + api.q({ range: v }); } }, label)));
   const health = h('div', { class: 'card', id: 'health' }, 'Loading…');
-  const stats = h('div', { class: 'grid' });
+  const stats = h('div', { class: 'grid', id: 'stats' });
   const charts = {
     read: chart('Read throughput (client reads)', v => fmtBytes(v) + '/s'),
     write: chart('Write throughput (client writes, counted once)', v => fmtBytes(v) + '/s'),
@@ -71,6 +71,25 @@ export function overviewPage(root, params) {
     return b;
   }
 
+  // namespaceText splits the sum of file lengths: live files, and what
+  // noncurrent versions, the trash, snapshots and removed files awaiting
+  // GC hold (the console counts the first three every few minutes).
+  function namespaceText(ns) {
+    const r = ns.retained;
+    const held = r ? r.versionBytes + r.trashBytes + r.snapshotBytes : 0;
+    const parts = [`${fmtBytes(Math.max(ns.bytes - ns.gcBytes - held, 0))} in live files`];
+    if (r && r.versionBytes) parts.push(`${fmtBytes(r.versionBytes)} in ${fmtNum(r.versionFiles)} noncurrent versions`);
+    if (r && r.trashBytes) parts.push(`${fmtBytes(r.trashBytes)} in the trash`);
+    if (r && r.snapshotBytes) parts.push(`${fmtBytes(r.snapshotBytes)} in snapshots (chunks shared with the live files)`);
+    if (ns.gcBytes) parts.push(`${fmtBytes(ns.gcBytes)} removed and awaiting GC`);
+    let when = '';
+    if (!r) when = '; versions, trash and snapshots not counted yet';
+    else if (r.error) when = `; versions, trash and snapshots not counted: ${r.error}`;
+    else if (!r.complete) when = `; versions, trash and snapshots at least that, counted ${fmtAgo(r.at)} (the count stopped at its bound)`;
+    else if (held) when = `; counted ${fmtAgo(r.at)}`;
+    return parts.join(', ') + when;
+  }
+
   function render(o) {
     replace(health,
       h('div', { class: 'health' }, badge(o.health.state, o.health.state), h('span', {}, healthLine(o))),
@@ -80,9 +99,7 @@ export function overviewPage(root, params) {
     replace(stats,
       stat('Chains', `${fmtNum(o.chains.total)} total`, `${o.chains.degraded} degraded, ${o.chains.unavailable} unavailable, ${o.chains.syncingTargets} targets syncing`),
       capacityStat(cap),
-      ns ? stat('Namespace', `${fmtNum(ns.inodes)} inodes`, ns.error ? ns.error : (ns.gcBytes > 0
-        ? `${fmtBytes(Math.max(ns.bytes - ns.gcBytes, 0))} in live files, ${fmtBytes(ns.gcBytes)} removed and awaiting GC`
-        : `${fmtBytes(ns.bytes)} in files`)) : stat('Namespace', '–', 'no metadata client'),
+      ns ? stat('Namespace', `${fmtNum(ns.inodes)} inodes`, ns.error ? ns.error : namespaceText(ns)) : stat('Namespace', '–', 'no metadata client'),
       stat('GC queue', o.gcQueue === null ? '–' : fmtNum(o.gcQueue), o.gcQueue === null ? 'not reported' : 'removed files awaiting chunk reclaim'),
       stat('Routing version', String(o.routingVersion), o.bootstrapping ? 'primary is bootstrapping' : 'current'));
     const rates = o.rates || [];
