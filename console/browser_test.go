@@ -199,10 +199,10 @@ func TestBrowserNamespaceAndPages(t *testing.T) {
 			rows.some(r => r.cells[0].textContent === 'metad') && rows.some(r => r.cells[0].textContent === 'storaged') &&
 			rows.every(r => !r.textContent.includes('failed') && !r.textContent.includes('gone'));
 	})()`, 20*time.Second)
-	b.waitJS("the charts to draw", `[...document.querySelectorAll('.chart .now')].every(e => e.textContent !== '–' && e.textContent !== 'no data yet')`, 10*time.Second)
+	b.waitJS("the charts to draw", `[...document.querySelectorAll('.chart:not([data-latency]) .now')].every(e => e.textContent !== '–' && e.textContent !== 'no data yet')`, 10*time.Second)
 	b.do("an hour of history", chromedp.Click(chromedp.CSS(`#range button[data-range="1h"]`)))
 	b.waitJS("the hour range chosen and kept in the URL", `location.hash === '#/overview?range=1h' && !document.querySelector('#range button[data-range="1h"]').classList.contains('secondary') &&
-		[...document.querySelectorAll('.chart .now')].every(e => e.textContent !== '–')`, 10*time.Second)
+		[...document.querySelectorAll('.chart:not([data-latency]) .now')].every(e => e.textContent !== '–')`, 10*time.Second)
 	// Capacity: used of total with its percentage and bar; each disk's file
 	// system size and use.
 	b.waitJS("capacity with used, total and %", `(() => {
@@ -940,4 +940,63 @@ func TestBrowserOverviewRetained(t *testing.T) {
 		return t.includes('1.5 KiB in 2 noncurrent versions') && t.includes('55.7 KiB in the trash') &&
 			t.includes('87.9 KiB in snapshots') && t.includes('90.8 KiB in live files'); })()`, 20*time.Second)
 	b.shot("overview-retained")
+}
+
+// TestBrowserLatencyAndNodeCharts: while clients read and write, the
+// overview charts the cluster's read and write latency percentiles and one
+// I/O and one latency chart per storage node; the overview's rates carry
+// the same figures.
+func TestBrowserLatencyAndNodeCharts(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("no Chromium found (install the Debian package chromium): browser tests skipped")
+	}
+	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 2, Replicas: 2, Chains: 4}, ChunkSize: 1 << 20})
+	r := fsRig(t, c, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { // a steady load: write a file, read it back
+		defer close(done)
+		buf := make([]byte, 256<<10)
+		for i := 0; ctx.Err() == nil; i++ {
+			f, err := r.fs.Create(ctx, fmt.Sprintf("/load-%d", i%4), 0o644)
+			if err != nil {
+				continue
+			}
+			f.WriteAtContext(ctx, buf, 0)
+			f.CloseContext(ctx)
+			if g, err := r.fs.Open(ctx, fmt.Sprintf("/load-%d", i%4)); err == nil {
+				g.ReadAtContext(ctx, buf, 0)
+				g.Close()
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	b := newTab(t, r.srv.URL)
+	b.signIn(r.admin)
+	b.waitJS("latency percentiles and a chart pair per node", `(() => {
+		const lat = [...document.querySelectorAll('.chart[data-latency] .now')].map(e => e.textContent);
+		const nodes = new Set([...document.querySelectorAll('#node-charts .chart')].map(e => e.dataset.node));
+		return document.querySelectorAll('#node-charts .chart').length === 4 && nodes.has('1') && nodes.has('2') &&
+			lat.length === 4 && lat.every(t => /p99|read/.test(t) && /(µs|ms| s)/.test(t));
+	})()`, 30*time.Second)
+	b.shot("overview-latency")
+	bb := r.browser()
+	bb.signIn(r.admin)
+	var o struct {
+		Rates []ratePoint `json:"rates"`
+	}
+	bb.must("GET", "/api/overview", nil, &o)
+	seen := false
+	for _, p := range o.Rates {
+		if p.ReadP99 != nil && p.WriteP99 != nil && len(p.Nodes) == 2 {
+			seen = true
+			if *p.ReadP50 > *p.ReadP99 || *p.WriteP50 > *p.WriteP99 || *p.WriteP99 <= 0 {
+				t.Errorf("percentiles out of order: %+v", p)
+			}
+		}
+	}
+	if !seen {
+		t.Errorf("no rate with read and write percentiles and both nodes: %+v", o.Rates)
+	}
 }

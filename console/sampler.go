@@ -1,11 +1,14 @@
 package console
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/flyfs/flyfs/core/api/storageapi"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/routing"
 )
@@ -37,6 +40,10 @@ type point struct {
 	// left out of this one).
 	IO      client.IOCounters `json:"io"`
 	IOKnown bool              `json:"ioKnown"`
+	// The latency histograms of that I/O and each node's part (rates
+	// carry what they say).
+	ReadLat, WriteLat []uint64 `json:"-"`
+	Nodes             []nodeIO `json:"-"`
 }
 
 // ratePoint is the per-second change between two consecutive samples.
@@ -52,6 +59,26 @@ type ratePoint struct {
 	InodesPerS      *float64  `json:"inodesPerSec"`
 	Comparable      bool      `json:"comparable"` // the same nodes answered both samples
 	IntervalSeconds float64   `json:"intervalSeconds"`
+	// Latency percentiles of the client I/O in the interval, in seconds:
+	// upper bounds (the bucket the percentile falls in, bounds doubling
+	// from 16 µs); null without operations.
+	ReadP50  *float64 `json:"readP50"`
+	ReadP99  *float64 `json:"readP99"`
+	WriteP50 *float64 `json:"writeP50"`
+	WriteP99 *float64 `json:"writeP99"`
+	// Nodes: each storage node's part.
+	Nodes []nodeRate `json:"nodes"`
+}
+
+// nodeRate is one storage node's client I/O in an interval.
+type nodeRate struct {
+	Node           uint32   `json:"node"`
+	ReadBytesPerS  float64  `json:"readBytesPerSec"`
+	WriteBytesPerS float64  `json:"writeBytesPerSec"`
+	ReadOpsPerS    float64  `json:"readOpsPerSec"`
+	WriteOpsPerS   float64  `json:"writeOpsPerSec"`
+	ReadP99        *float64 `json:"readP99"`
+	WriteP99       *float64 `json:"writeP99"`
 }
 
 // syncProgress is a recovery as its predecessor reports it.
@@ -108,7 +135,9 @@ func (s *sampler) sample(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sampled != nil {
-		p.IO, p.IOKnown = ioSince(s.sampled, ns), true
+		d := ioSince(s.sampled, ns)
+		p.IO, p.IOKnown = d.Sum, true
+		p.ReadLat, p.WriteLat, p.Nodes = d.ReadLat, d.WriteLat, d.Nodes
 	}
 	s.sampled = ns
 	s.points = append(s.points, p)
@@ -178,6 +207,14 @@ func (s *sampler) series(from time.Time) ([]point, []ratePoint) {
 			perS := func(v uint64) *float64 { r := float64(v) / dt; return &r }
 			r.ReadBytesPerS, r.WriteBytesPerS = perS(b.IO.ReadBytes), perS(b.IO.WriteBytes)
 			r.ReadOpsPerS, r.WriteOpsPerS = perS(b.IO.ReadOps), perS(b.IO.WriteOps)
+			r.ReadP50, r.ReadP99 = quantileSeconds(b.ReadLat, 0.5), quantileSeconds(b.ReadLat, 0.99)
+			r.WriteP50, r.WriteP99 = quantileSeconds(b.WriteLat, 0.5), quantileSeconds(b.WriteLat, 0.99)
+			r.Nodes = make([]nodeRate, 0, len(b.Nodes))
+			for _, n := range b.Nodes {
+				r.Nodes = append(r.Nodes, nodeRate{Node: uint32(n.Node), ReadBytesPerS: float64(n.IO.ReadBytes) / dt, WriteBytesPerS: float64(n.IO.WriteBytes) / dt,
+					ReadOpsPerS: float64(n.IO.ReadOps) / dt, WriteOpsPerS: float64(n.IO.WriteOps) / dt,
+					ReadP99: quantileSeconds(n.ReadLat, 0.99), WriteP99: quantileSeconds(n.WriteLat, 0.99)})
+			}
 		}
 		if a.NSOK && b.NSOK {
 			nb := float64(b.NSBytes-a.NSBytes) / dt
@@ -189,10 +226,27 @@ func (s *sampler) series(from time.Time) ([]point, []ratePoint) {
 	return pts, rates
 }
 
-// ioSince sums the I/O each node served between two fetches, over the nodes
-// that answered both in the same incarnation.
-func ioSince(before, after *nodeStats) client.IOCounters {
-	var sum client.IOCounters
+// ioDelta is the I/O served between two fetches: the sum over the nodes
+// that answered both in the same incarnation, their latency histograms
+// summed, and each such node's own part.
+type ioDelta struct {
+	Sum               client.IOCounters
+	ReadLat, WriteLat []uint64
+	Nodes             []nodeIO
+}
+
+// nodeIO is one node's I/O between two fetches.
+type nodeIO struct {
+	Node              routing.NodeID
+	IO                client.IOCounters
+	ReadLat, WriteLat []uint64
+}
+
+// ioSince is the I/O each node served between two fetches, over the nodes
+// that answered both in the same incarnation (a restarted node's counters
+// start over, and a node seen once has no interval).
+func ioSince(before, after *nodeStats) ioDelta {
+	d := ioDelta{ReadLat: make([]uint64, storageapi.LatencySlots), WriteLat: make([]uint64, storageapi.LatencySlots)}
 	for id, b := range after.nodes {
 		a, ok := before.nodes[id]
 		if !ok || a.Incarnation != b.Incarnation {
@@ -202,10 +256,46 @@ func ioSince(before, after *nodeStats) client.IOCounters {
 		if y.ReadOps < x.ReadOps || y.ReadBytes < x.ReadBytes || y.WriteOps < x.WriteOps || y.WriteBytes < x.WriteBytes {
 			continue
 		}
-		sum.ReadOps += y.ReadOps - x.ReadOps
-		sum.ReadBytes += y.ReadBytes - x.ReadBytes
-		sum.WriteOps += y.WriteOps - x.WriteOps
-		sum.WriteBytes += y.WriteBytes - x.WriteBytes
+		n := nodeIO{Node: id, IO: client.IOCounters{ReadOps: y.ReadOps - x.ReadOps, ReadBytes: y.ReadBytes - x.ReadBytes,
+			WriteOps: y.WriteOps - x.WriteOps, WriteBytes: y.WriteBytes - x.WriteBytes},
+			ReadLat: histSince(a.ReadLatency, b.ReadLatency), WriteLat: histSince(a.WriteLatency, b.WriteLatency)}
+		d.Sum.ReadOps += n.IO.ReadOps
+		d.Sum.ReadBytes += n.IO.ReadBytes
+		d.Sum.WriteOps += n.IO.WriteOps
+		d.Sum.WriteBytes += n.IO.WriteBytes
+		for i := range d.ReadLat {
+			d.ReadLat[i] += n.ReadLat[i]
+			d.WriteLat[i] += n.WriteLat[i]
+		}
+		d.Nodes = append(d.Nodes, n)
 	}
-	return sum
+	slices.SortFunc(d.Nodes, func(a, b nodeIO) int { return cmp.Compare(a.Node, b.Node) })
+	return d
+}
+
+// histSince is the latency histogram between two fetches of one node's
+// counts (all zero when either has none, from a node that does not report
+// them, or they went backwards).
+func histSince(before, after []uint64) []uint64 {
+	out := make([]uint64, storageapi.LatencySlots)
+	if len(before) != storageapi.LatencySlots || len(after) != storageapi.LatencySlots {
+		return out
+	}
+	for i := range out {
+		if after[i] < before[i] {
+			return make([]uint64, storageapi.LatencySlots)
+		}
+		out[i] = after[i] - before[i]
+	}
+	return out
+}
+
+// quantileSeconds is LatencyQuantile in seconds (nil: no operations).
+func quantileSeconds(h []uint64, q float64) *float64 {
+	d, _, ok := storageapi.LatencyQuantile(h, q)
+	if !ok {
+		return nil
+	}
+	v := d.Seconds()
+	return &v
 }

@@ -45,6 +45,7 @@ func (s *Server) handleBatchRead(ctx context.Context, req *storageapi.BatchReadR
 		out = out[:len(out)+n]
 		resp.Results[i] = storageapi.ReadResult{Len: uint32(n), CommitVer: commit}
 		s.io.readOps.Add(1)
+		s.io.readLat.add(time.Since(start))
 	}
 	s.io.readBytes.Add(uint64(len(out)))
 	return resp, out, nil

@@ -280,7 +280,8 @@ func toWireMeta(chunk layout.ChunkID, m engine.Meta) storageapi.ChunkMeta {
 }
 
 func (s *Server) handleStats(ctx context.Context, _ *storageapi.StatsReq, _ []byte) (*storageapi.StatsResp, []byte, error) {
-	resp := &storageapi.StatsResp{Node: uint32(s.cfg.Node), IO: s.io.snapshot(), Incarnation: s.started}
+	resp := &storageapi.StatsResp{Node: uint32(s.cfg.Node), IO: s.io.snapshot(), Incarnation: s.started,
+		ReadLatency: s.io.readLat.snapshot(), WriteLatency: s.io.writeLat.snapshot()}
 	for i, e := range s.engines {
 		st := e.Stats()
 		resp.Disks = append(resp.Disks, storageapi.DiskStats{Path: s.cfg.Disks[i], Chunks: uint64(st.Chunks), UsedBytes: uint64(st.UsedBytes),
@@ -299,6 +300,21 @@ func (s *Server) handleStats(ctx context.Context, _ *storageapi.StatsReq, _ []by
 // ioCounters count the client I/O this node served (see storageapi.IOCounters).
 type ioCounters struct {
 	readOps, readBytes, writeOps, writeBytes atomic.Uint64
+	readLat, writeLat                        latencyCounts
+}
+
+// latencyCounts count operations by how long they took
+// (storageapi.LatencySlot).
+type latencyCounts [storageapi.LatencySlots]atomic.Uint64
+
+func (l *latencyCounts) add(d time.Duration) { l[storageapi.LatencySlot(d)].Add(1) }
+
+func (l *latencyCounts) snapshot() []uint64 {
+	out := make([]uint64, len(l))
+	for i := range l {
+		out[i] = l[i].Load()
+	}
+	return out
 }
 
 func (c *ioCounters) snapshot() storageapi.IOCounters {

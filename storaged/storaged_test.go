@@ -627,6 +627,18 @@ func TestIOCountersCountClientIOOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Every counted operation is in its latency histogram once.
+		if len(st.ReadLatency) != storageapi.LatencySlots || len(st.WriteLatency) != storageapi.LatencySlots {
+			t.Fatalf("node %d: latency histograms of %d and %d buckets", st.Node, len(st.ReadLatency), len(st.WriteLatency))
+		}
+		var reads, writes uint64
+		for i := range st.ReadLatency {
+			reads += st.ReadLatency[i]
+			writes += st.WriteLatency[i]
+		}
+		if reads != st.IO.ReadOps || writes != st.IO.WriteOps {
+			t.Fatalf("node %d: %d reads and %d writes in the histograms, %+v counted", st.Node, reads, writes, st.IO)
+		}
 		sum.ReadOps += st.IO.ReadOps
 		sum.ReadBytes += st.IO.ReadBytes
 		sum.WriteOps += st.IO.WriteOps

@@ -73,6 +73,7 @@ func (s *Server) handleWrite(ctx context.Context, req *storageapi.WriteReq, data
 	if err == nil && !req.Forwarded && !req.Resync {
 		s.io.writeOps.Add(1)
 		s.io.writeBytes.Add(uint64(len(data)))
+		s.io.writeLat.add(time.Since(start))
 	}
 	switch {
 	case tagged && !req.Forwarded:

@@ -232,6 +232,11 @@ type StatsResp struct {
 	IO      IOCounters    `cbor:"4,keyasint"`
 	// Incarnation changes when the node restarts (its counters start over).
 	Incarnation uint64 `cbor:"5,keyasint,omitempty"`
+	// ReadLatency and WriteLatency count the client reads (one range of a
+	// batch) and writes (at the head, the rest of the chain included) by
+	// how long they took, in LatencySlots buckets (latency.go).
+	ReadLatency  []uint64 `cbor:"6,keyasint,omitempty"`
+	WriteLatency []uint64 `cbor:"7,keyasint,omitempty"`
 }
 
 // Client is a typed stub over an rpc.Client.

@@ -5,6 +5,14 @@ import { chart } from './chart.js';
 
 const RANGES = [['5m', '5 minutes'], ['1h', '1 hour']];
 
+// fmtLatency shows seconds as µs, ms or s.
+function fmtLatency(sec) {
+  if (sec === null || sec === undefined || !isFinite(sec)) return '–';
+  if (sec < 1e-3) return (sec * 1e6).toFixed(0) + ' µs';
+  if (sec < 1) return (sec * 1e3).toFixed(sec < 0.01 ? 2 : 1) + ' ms';
+  return sec.toFixed(2) + ' s';
+}
+
 export function overviewPage(root, params) {
   let range = RANGES.some(([v]) => v === (params && params.get('range'))) ? params.get('range') : '5m';
   const rangeBar = h('div', { class: 'toolbar', id: 'range' }, h('span', { class: 'muted' }, 'History:'),
@@ -18,7 +26,16 @@ export function overviewPage(root, params) {
     writeOps: chart('Write operations per second', v => fmtNum(v, 1) + '/s'),
     stored: chart('Stored bytes, net change per second (all replicas)', v => fmtBytes(v) + '/s'),
     inodes: chart('Inodes, net change per second', v => fmtNum(v, 1) + '/s'),
+    readLat: chart('Read latency at the storage nodes (at most)', fmtLatency),
+    writeLat: chart('Write latency, whole chain (at most)', fmtLatency),
   };
+  // Latency charts have no value while no I/O is served (no operation, no
+  // percentile): marked so, tests and readers tell that from a stuck chart.
+  charts.readLat.el.dataset.latency = 'true';
+  charts.writeLat.el.dataset.latency = 'true';
+  // One chart per storage node: its client reads and writes.
+  const nodeCharts = new Map();
+  const nodesBox = h('div', { class: 'charts', id: 'node-charts' });
   const services = h('div');
   const disks = h('div');
   const gaps = h('div');
@@ -26,6 +43,7 @@ export function overviewPage(root, params) {
     h('h1', {}, 'Overview'), health,
     h('h2', {}, 'Cluster'), stats,
     h('h2', {}, 'Activity'), rangeBar, h('div', { class: 'charts' }, Object.values(charts).map(c => c.el)),
+    h('h2', {}, 'Per storage node'), nodesBox,
     h('h2', {}, 'Services'), services,
     h('h2', {}, 'Capacity per disk'), disks,
     gaps);
@@ -110,6 +128,23 @@ export function overviewPage(root, params) {
     charts.writeOps.draw(pts(r => r.writeOpsPerSec));
     charts.stored.draw(pts(r => r.storedBytesPerSec));
     charts.inodes.draw(pts(r => r.inodesPerSec));
+    charts.readLat.draw([{ label: 'p50', points: pts(r => r.readP50) }, { label: 'p99', points: pts(r => r.readP99) }]);
+    charts.writeLat.draw([{ label: 'p50', points: pts(r => r.writeP50) }, { label: 'p99', points: pts(r => r.writeP99) }]);
+    const nodeIDs = [...new Set(rates.flatMap(r => (r.nodes || []).map(n => n.node)))].sort((a, b) => a - b);
+    for (const id of nodeIDs) {
+      if (!nodeCharts.has(id)) {
+        const io = chart(`Node ${id}: client I/O`, v => fmtBytes(v) + '/s');
+        const lat = chart(`Node ${id}: p99 latency (at most)`, fmtLatency);
+        io.el.dataset.node = id; lat.el.dataset.node = id; lat.el.dataset.latency = 'true';
+        nodeCharts.set(id, { io, lat });
+      }
+      const c = nodeCharts.get(id);
+      const of = (f) => rates.map(r => { const n = (r.nodes || []).find(x => x.node === id); return { t: Date.parse(r.t), v: n ? f(n) : null }; });
+      c.io.draw([{ label: 'read', points: of(n => n.readBytesPerSec) }, { label: 'write', points: of(n => n.writeBytesPerSec) }]);
+      c.lat.draw([{ label: 'read', points: of(n => n.readP99) }, { label: 'write', points: of(n => n.writeP99) }]);
+    }
+    replace(nodesBox, nodeIDs.length ? nodeIDs.flatMap(id => [nodeCharts.get(id).io.el, nodeCharts.get(id).lat.el])
+      : h('p', { class: 'muted' }, 'No storage node has served an interval yet.'));
 
     const rows = [];
     for (const m of o.mgmtds) rows.push(h('tr', {}, h('td', {}, 'mgmtd'), h('td', {}, m.id), h('td', { class: 'mono' }, m.addr), h('td', {}, badge('alive', m.primary ? 'primary' : 'standby')), h('td', {}, '–'), h('td', {}, '')));
