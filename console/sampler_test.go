@@ -55,9 +55,9 @@ func TestIOSinceLatency(t *testing.T) {
 	})
 	after := stats(map[routing.NodeID]*storageapi.StatsResp{
 		1: {Incarnation: 1, ReadLatency: hist(2, 60, 9, 1), WriteLatency: hist(6, 11)}, // +50 at 64 µs, +1 at 8 ms; +10 writes at 1 ms
-		2: {Incarnation: 2, ReadLatency: hist(2, 54)},                                 // +49 at 64 µs
-		3: {Incarnation: 3, ReadLatency: hist(0, 7)},                                  // no counts before
-		4: {Incarnation: 4, ReadLatency: hist(2, 40)},                                 // went backwards
+		2: {Incarnation: 2, ReadLatency: hist(2, 54)},                                  // +49 at 64 µs
+		3: {Incarnation: 3, ReadLatency: hist(0, 7)},                                   // no counts before
+		4: {Incarnation: 4, ReadLatency: hist(2, 40)},                                  // went backwards
 	})
 	d := ioSince(before, after)
 	if want := hist(2, 99, 9, 1); !slices.Equal(d.ReadLat, want) {
