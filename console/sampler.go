@@ -137,6 +137,11 @@ func (s *sampler) sample(ctx context.Context) {
 	if s.sampled != nil {
 		d := ioSince(s.sampled, ns)
 		p.IO, p.IOKnown = d.Sum, true
+		for i := range d.Nodes {
+			n := &d.Nodes[i]
+			n.ReadP99, n.WriteP99 = quantileSeconds(n.ReadLat, 0.99), quantileSeconds(n.WriteLat, 0.99)
+			n.ReadLat, n.WriteLat = nil, nil
+		}
 		p.ReadLat, p.WriteLat, p.Nodes = d.ReadLat, d.WriteLat, d.Nodes
 	}
 	s.sampled = ns
@@ -213,7 +218,7 @@ func (s *sampler) series(from time.Time) ([]point, []ratePoint) {
 			for _, n := range b.Nodes {
 				r.Nodes = append(r.Nodes, nodeRate{Node: uint32(n.Node), ReadBytesPerS: float64(n.IO.ReadBytes) / dt, WriteBytesPerS: float64(n.IO.WriteBytes) / dt,
 					ReadOpsPerS: float64(n.IO.ReadOps) / dt, WriteOpsPerS: float64(n.IO.WriteOps) / dt,
-					ReadP99: quantileSeconds(n.ReadLat, 0.99), WriteP99: quantileSeconds(n.WriteLat, 0.99)})
+					ReadP99: n.ReadP99, WriteP99: n.WriteP99})
 			}
 		}
 		if a.NSOK && b.NSOK {
@@ -235,11 +240,14 @@ type ioDelta struct {
 	Nodes             []nodeIO
 }
 
-// nodeIO is one node's I/O between two fetches.
+// nodeIO is one node's I/O between two fetches. A point keeps its p99s,
+// not its histograms: an hour of samples of a hundred nodes' histograms
+// would take tens of megabytes.
 type nodeIO struct {
 	Node              routing.NodeID
 	IO                client.IOCounters
-	ReadLat, WriteLat []uint64
+	ReadLat, WriteLat []uint64 // nil once kept in a point
+	ReadP99, WriteP99 *float64
 }
 
 // ioSince is the I/O each node served between two fetches, over the nodes
