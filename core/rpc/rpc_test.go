@@ -764,13 +764,16 @@ func TestContextAlreadyDone(t *testing.T) {
 // the connection closes.
 type gateConn struct {
 	net.Conn
-	held   atomic.Bool
-	closed chan struct{}
-	once   sync.Once
+	held    atomic.Bool
+	closed  chan struct{}
+	once    sync.Once
+	stuck   chan struct{} // closed when a write first meets the held gate
+	stuckMu sync.Once
 }
 
 func (c *gateConn) Write(p []byte) (int, error) {
 	if c.held.Load() {
+		c.stuckMu.Do(func() { close(c.stuck) })
 		<-c.closed
 		return 0, net.ErrClosed
 	}
@@ -795,7 +798,7 @@ func TestCallEndsWhenPeerStopsTaking(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		g := &gateConn{Conn: nc, closed: make(chan struct{})}
+		g := &gateConn{Conn: nc, closed: make(chan struct{}), stuck: make(chan struct{})}
 		mu.Lock()
 		conns = append(conns, g)
 		mu.Unlock()
@@ -809,21 +812,33 @@ func TestCallEndsWhenPeerStopsTaking(t *testing.T) {
 	mu.Unlock()
 	first.held.Store(true)
 	done := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		defer cancel()
 		_, _, err := callEcho(ctx, c, ts.addr, "stuck", testPayload(4<<20))
 		done <- err
 	}()
+	// The context ends once the write is stuck mid-request: a deadline
+	// that came first (a loaded machine) would withdraw the request before
+	// its write began, leave the connection open, and the next call would
+	// meet the held gate instead.
+	select {
+	case <-first.stuck:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request never reached the connection's writer")
+	}
+	cancel()
 	select {
 	case err := <-done:
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("the stuck call: %v, want DeadlineExceeded", err)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the stuck call: %v, want Canceled", err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("a call whose payload the peer stopped taking did not end with its context")
 	}
-	resp, _, err := callEcho(context.Background(), c, ts.addr, "again", nil)
+	againCtx, againCancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer againCancel()
+	resp, _, err := callEcho(againCtx, c, ts.addr, "again", nil)
 	if err != nil || resp.Text != "again" {
 		t.Fatalf("the next call: %+v, %v", resp, err)
 	}
