@@ -689,7 +689,7 @@ func TestCountAndHiddenStaging(t *testing.T) {
 }
 
 // TestOverviewHistory: the console samples whether or not anyone is signed
-// in, and ?range= picks how far back the charts go (up to an hour).
+// in, and ?range= picks how far back the charts go (up to a day).
 func TestOverviewHistory(t *testing.T) {
 	c := startFS(t)
 	r := fsRig(t, c, false)
@@ -705,7 +705,11 @@ func TestOverviewHistory(t *testing.T) {
 	if o.RangeSeconds != 300 {
 		t.Errorf("default range: %v s", o.RangeSeconds)
 	}
-	for _, bad := range []string{"2h", "x", "-1m", "0s"} {
+	b.must("GET", "/api/overview?range=24h", nil, &o)
+	if len(o.Samples) < 3 || o.RangeSeconds != 86400 {
+		t.Errorf("a day's range: %d samples (the console's first hour answers from its samples), range %v s", len(o.Samples), o.RangeSeconds)
+	}
+	for _, bad := range []string{"25h", "x", "-1m", "0s"} {
 		if st, code := b.do("GET", "/api/overview?range="+bad, nil, nil); st != http.StatusBadRequest || code != "bad_request" {
 			t.Errorf("range=%s: %d %q", bad, st, code)
 		}

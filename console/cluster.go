@@ -155,7 +155,7 @@ type overviewJSON struct {
 	Namespace      *namespaceJSON    `json:"namespace"`
 	GCQueue        *int              `json:"gcQueue"`
 	Samples        []point           `json:"samples"`
-	RangeSeconds   float64           `json:"rangeSeconds"` // how far back samples and rates go (?range=, 5m by default, at most 1h)
+	RangeSeconds   float64           `json:"rangeSeconds"` // how far back samples and rates go (?range=, 5m by default, at most 24h: past the hour of samples, a point a minute)
 	Rates          []ratePoint       `json:"rates"`
 	SampleSeconds  float64           `json:"sampleSeconds"`
 	// Unreported names figures the page would show that no service reports.
@@ -215,8 +215,8 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 	span := 5 * time.Minute
 	if v := r.URL.Query().Get("range"); v != "" {
 		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 || d > historyWindow {
-			apiError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("range %q: give a duration up to %s, such as 5m or 1h", v, historyWindow))
+		if err != nil || d <= 0 || d > coarseWindow {
+			apiError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("range %q: give a duration up to %s, such as 5m, 1h or 24h", v, coarseWindow))
 			return
 		}
 		span = d

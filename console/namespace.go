@@ -479,7 +479,10 @@ func (c *Console) handleStat(w http.ResponseWriter, r *http.Request) {
 		x := xattrJSON{Name: n, Value: string(v), Encoding: "text"}
 		if !utf8.Valid(v) {
 			x.Value, x.Encoding = base64.StdEncoding.EncodeToString(v), "base64"
-		} else if strings.HasPrefix(n, "user.") {
+		} else if strings.HasPrefix(n, "user.") && !strings.HasPrefix(n, "user.s3.") {
+			// user.s3.* are the S3 gateway's records (an object's metadata
+			// and ETag, a bucket's settings), shown as such, not as the
+			// user's own attributes.
 			out.UserMetadata[strings.TrimPrefix(n, "user.")] = string(v)
 		}
 		out.Xattrs = append(out.Xattrs, x)

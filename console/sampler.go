@@ -103,6 +103,7 @@ type sampler struct {
 
 	mu     sync.Mutex
 	points []point
+	coarse coarseRing // history.go
 	last   *nodeStats // newest
 	prev   *nodeStats // the one before, for recovery rates
 	// sampled is the previous sample's stats, which the I/O deltas of the
@@ -145,6 +146,7 @@ func (s *sampler) sample(ctx context.Context) {
 		p.ReadLat, p.WriteLat, p.Nodes = d.ReadLat, d.WriteLat, d.Nodes
 	}
 	s.sampled = ns
+	s.coarse.add(p)
 	s.points = append(s.points, p)
 	if keep := keepSamples(s.c.cfg.SampleInterval); len(s.points) > keep {
 		s.points = append(s.points[:0], s.points[len(s.points)-keep:]...)
@@ -193,10 +195,16 @@ func (s *sampler) hasPoints() bool {
 }
 
 // series returns the samples since from and the rates between them.
+// Back further than the samples kept (an hour), the coarse points of
+// history.go: a point a minute, rates the minutes' averages.
 func (s *sampler) series(from time.Time) ([]point, []ratePoint) {
 	s.mu.Lock()
-	i := sort.Search(len(s.points), func(i int) bool { return !s.points[i].At.Before(from) })
-	pts := append([]point(nil), s.points[i:]...)
+	ring := s.points
+	if len(ring) > 0 && from.Before(ring[0].At.Add(-coarseStep)) && len(s.coarse.points) > 0 && s.coarse.points[0].At.Before(ring[0].At) {
+		ring = s.coarse.points
+	}
+	i := sort.Search(len(ring), func(i int) bool { return !ring[i].At.Before(from) })
+	pts := append([]point(nil), ring[i:]...)
 	s.mu.Unlock()
 	rates := make([]ratePoint, 0, len(pts))
 	for i := 1; i < len(pts); i++ {

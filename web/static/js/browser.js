@@ -6,6 +6,20 @@ import { h, replace, badge, fmtBytes, fmtTime, dialog, confirmDialog } from './d
 const PAGE = 200;
 const PART = 8 << 20; // upload part size: bounded memory on both ends, retryable
 
+// The bucket settings the S3 gateway keeps, by attribute: title and the
+// aws CLI call that sets them.
+const BUCKET_SETTINGS = [
+  ['user.s3.object-lock', 'Object lock', 's3api put-object-lock-configuration'],
+  ['user.s3.lifecycle', 'Lifecycle rules', 's3api put-bucket-lifecycle-configuration'],
+  ['user.s3.policy', 'Bucket policy', 's3api put-bucket-policy'],
+  ['user.s3.public-access-block', 'Public access block', 's3api put-public-access-block'],
+  ['user.s3.acl', 'ACL', 's3api put-bucket-acl'],
+  ['user.s3.ownership', 'Object ownership', 's3api put-bucket-ownership-controls'],
+  ['user.s3.cors', 'CORS rules', 's3api put-bucket-cors'],
+  ['user.s3.encryption', 'Default encryption', 's3api put-bucket-encryption'],
+  ['user.s3.tagging', 'Tags', 's3api put-bucket-tagging'],
+];
+
 export function joinPath(dir, name) { return (dir === '/' ? '' : dir) + '/' + name; }
 
 const SORTS = [['natural', 'Name'], ['name', 'Name (byte order)'], ['size', 'Size'], ['mtime', 'Modified']];
@@ -200,6 +214,7 @@ export function nsPage(root, params) {
       const extra = [];
       const bucket = s.type === 'dir' && s.path.split('/').length === 2;
       if (bucket) {
+        extra.push(bucketSettings(s));
         item('Versioning', s.versioning || 'never enabled');
         const want = s.versioning === 'Enabled' ? 'Suspended' : 'Enabled';
         extra.push(h('p', {}, h('button', { class: 'secondary small', dataset: { action: 'versioning' }, onclick: () => setVersioning(s.path, want) },
@@ -216,6 +231,28 @@ export function nsPage(root, params) {
     } catch (err) {
       msg.textContent = err.message;
     }
+  }
+
+  // bucketSettings shows what the S3 API set on a bucket (kept as the
+  // bucket directory's user.s3.* attributes, docs/s3-mapping.md), each
+  // under its S3 name with the call that changes it; values are shown as
+  // stored, JSON indented.
+  function bucketSettings(s) {
+    const byName = new Map(s.xattrs.map(x => [x.name, x]));
+    const rows = BUCKET_SETTINGS.map(([attr, title, call]) => {
+      const x = byName.get(attr);
+      let value = 'not set';
+      if (x && x.encoding !== 'base64') {
+        try { value = JSON.stringify(JSON.parse(x.value), null, 2); } catch { value = x.value; }
+      } else if (x) {
+        value = x.value + ' (base64)';
+      }
+      return h('tr', { dataset: { setting: attr }, class: x ? '' : 'muted' }, h('td', {}, title),
+        h('td', {}, x ? h('pre', { class: 'setting' }, value) : value), h('td', { class: 'mono small' }, call));
+    });
+    return h('div', { id: 'bucket-settings' }, h('h3', {}, 'Bucket settings (S3)'),
+      h('div', { class: 'table-wrap' }, h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Setting'), h('th', {}, 'Value'), h('th', {}, 'Changed with'))),
+        h('tbody', {}, rows))));
   }
 
   // preview shows the start of a text file, or a small image; the server

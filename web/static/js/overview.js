@@ -3,7 +3,7 @@ import * as api from './api.js';
 import { h, replace, badge, fmtBytes, fmtNum, fmtAgo, dialog } from './dom.js';
 import { chart } from './chart.js';
 
-const RANGES = [['5m', '5 minutes'], ['1h', '1 hour']];
+const RANGES = [['5m', '5 minutes'], ['1h', '1 hour'], ['24h', '24 hours']];
 
 // fmtLatency shows seconds as µs, ms or s.
 function fmtLatency(sec) {
