@@ -744,6 +744,49 @@ type countJSON struct {
 // maxCount bounds a count's walk.
 const maxCount = 100_000
 
+// countTree counts what lies below dir, breadth first: directories, other
+// entries, and the bytes of files. It stops at limit entries or when ctx
+// ends, answering what it counted with Complete false.
+func (c *Console) countTree(ctx context.Context, dir uint64, limit int) (countJSON, error) {
+	out := countJSON{Complete: true}
+	queue := []uint64{dir}
+	for len(queue) > 0 && out.Complete {
+		dir := queue[0]
+		queue = queue[1:]
+		after := ""
+		for {
+			ents, more, err := c.meta().ReadDir(ctx, dir, after, 1000, true)
+			if err != nil {
+				if ctx.Err() != nil {
+					out.Complete = false
+					break
+				}
+				return out, err
+			}
+			for _, e := range ents {
+				after = e.Name
+				switch {
+				case e.Type == metaapi.TypeDir:
+					out.Dirs++
+					queue = append(queue, e.Ino)
+				default:
+					out.Files++
+					if e.Type == metaapi.TypeFile && e.Inode != nil {
+						out.Bytes += int64(e.Inode.Length)
+					}
+				}
+			}
+			if out.Files+out.Dirs >= int64(limit) {
+				out.Complete = false
+			}
+			if !more || len(ents) == 0 || !out.Complete {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
 // handleCount counts the entries and bytes below a directory (up to
 // maxCount entries, within 10 s), so a delete can say how much goes.
 func (c *Console) handleCount(w http.ResponseWriter, r *http.Request) {
@@ -759,46 +802,14 @@ func (c *Console) handleCount(w http.ResponseWriter, r *http.Request) {
 		nsError(w, "count "+p, err)
 		return
 	}
-	out := countJSON{Complete: true}
 	if root.Type != metaapi.TypeDir {
-		out.Files, out.Bytes = 1, int64(root.Length)
-		writeJSON(w, http.StatusOK, out)
+		writeJSON(w, http.StatusOK, countJSON{Files: 1, Bytes: int64(root.Length), Complete: true})
 		return
 	}
-	queue := []uint64{root.ID}
-	for len(queue) > 0 && out.Complete {
-		dir := queue[0]
-		queue = queue[1:]
-		after := ""
-		for {
-			ents, more, err := c.meta().ReadDir(ctx, dir, after, 1000, true)
-			if err != nil {
-				if ctx.Err() != nil {
-					out.Complete = false
-					break
-				}
-				nsError(w, "count "+p, err)
-				return
-			}
-			for _, e := range ents {
-				after = e.Name
-				if e.Type == metaapi.TypeDir {
-					out.Dirs++
-					queue = append(queue, e.Ino)
-				} else {
-					out.Files++
-					if e.Inode != nil {
-						out.Bytes += int64(e.Inode.Length)
-					}
-				}
-			}
-			if out.Files+out.Dirs >= maxCount {
-				out.Complete = false
-			}
-			if !more || !out.Complete {
-				break
-			}
-		}
+	out, err := c.countTree(ctx, root.ID, maxCount)
+	if err != nil {
+		nsError(w, "count "+p, err)
+		return
 	}
 	writeJSON(w, http.StatusOK, out)
 }

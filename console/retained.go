@@ -172,39 +172,16 @@ func (c *Console) countRetained(ctx context.Context) retainedJSON {
 		if err != nil {
 			continue // restored or purged since the list
 		}
-		if err := c.treeBytes(ctx, in.ID, &out.TrashBytes, &seen, full); err != nil {
+		n, err := c.countTree(ctx, in.ID, retainedMax-seen)
+		if err != nil {
 			return fail(err)
+		}
+		seen += int(n.Files + n.Dirs)
+		out.TrashBytes += uint64(n.Bytes)
+		if !n.Complete {
+			out.Complete = false
+			return out
 		}
 	}
 	return out
-}
-
-// treeBytes adds the lengths of the files below dir to sum.
-func (c *Console) treeBytes(ctx context.Context, dir uint64, sum *uint64, seen *int, full func() bool) error {
-	after := ""
-	for {
-		if full() {
-			return nil
-		}
-		ents, more, err := c.meta().ReadDir(ctx, dir, after, 1000, true)
-		if err != nil {
-			return err
-		}
-		for _, e := range ents {
-			after = e.Name
-			*seen++
-			switch {
-			case e.Inode == nil:
-			case e.Type == metaapi.TypeDir:
-				if err := c.treeBytes(ctx, e.Ino, sum, seen, full); err != nil {
-					return err
-				}
-			case e.Type == metaapi.TypeFile:
-				*sum += e.Inode.Length
-			}
-		}
-		if !more || len(ents) == 0 {
-			return nil
-		}
-	}
 }
