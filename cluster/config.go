@@ -33,6 +33,9 @@ type Config struct {
 	// EncryptionKey (32 bytes), when set, encrypts the storage nodes'
 	// chunk content at rest (storaged.Config.EncryptionKey).
 	EncryptionKey []byte
+	// SegmentSize is the checksum granularity of the storage nodes' new
+	// disks (storaged.Config.SegmentSize; 0: the engine's default).
+	SegmentSize int
 	// Token is the cluster token every peer presents; empty draws a random
 	// one for this run, unless InsecureNoToken asks for none at all.
 	Token           string

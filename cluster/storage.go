@@ -59,7 +59,7 @@ func (c *Cluster) StartNode(i int) error {
 	id, _ := c.ID()
 	srv, err := storaged.New(storaged.Config{Node: n.ID, Addr: n.Addr, Disks: []string{n.Dir}, Routing: src, ClusterID: id,
 		Mgmtd: src.Mgmtd(), HeartbeatTimeout: c.cfg.HeartbeatTimeout, RPC: c.roleRPC(n.Name, "storaged"), NoSync: c.cfg.NoSync,
-		EncryptionKey: c.cfg.EncryptionKey, DiskFaults: &n.faults,
+		EncryptionKey: c.cfg.EncryptionKey, SegmentSize: c.cfg.SegmentSize, DiskFaults: &n.faults,
 		ForwardTimeout: c.cfg.ForwardTimeout, ResyncBytesPerSec: c.cfg.ResyncBytesPerSec, Logger: c.cfg.Logger,
 		Registerer: c.Registerer("storaged")})
 	if err != nil {

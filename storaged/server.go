@@ -41,6 +41,9 @@ type Config struct {
 	// (engine.Options.EncryptionKey): decided when a disk is created, and
 	// reported to mgmtd with each disk (DiskReport.Encrypted).
 	EncryptionKey []byte
+	// SegmentSize is the checksum granularity of disks created here
+	// (engine.Options.SegmentSize; 0: the engine's default).
+	SegmentSize int
 	// DiskFaults, when set, fails the disks' data-file I/O on demand
 	// (engine.Faults): fault drills and tests.
 	DiskFaults *engine.Faults
@@ -143,7 +146,7 @@ func New(cfg Config) (*Server, error) {
 				return nil, fmt.Errorf("storaged: %w", err)
 			}
 		}
-		e, err := engine.Open(dir, engine.Options{Sync: !cfg.NoSync, Logger: s.log, EncryptionKey: cfg.EncryptionKey, Faults: cfg.DiskFaults})
+		e, err := engine.Open(dir, engine.Options{Sync: !cfg.NoSync, Logger: s.log, EncryptionKey: cfg.EncryptionKey, SegmentSize: cfg.SegmentSize, Faults: cfg.DiskFaults})
 		if err != nil {
 			s.closeEngines()
 			return nil, fmt.Errorf("storaged: open disk %s: %w", dir, err)

@@ -11,6 +11,7 @@ import (
 func benchEngineCmd() *cobra.Command {
 	var cfg chunkengine.Config
 	var noSync bool
+	var segment string
 	cmd := &cobra.Command{
 		Use:   "engine",
 		Short: "The chunk engine vs plain pwrite/pread on the same disk (same sync setting)",
@@ -26,10 +27,14 @@ Targets: writes >= 0.7x plain, reads >= 0.8x plain.`,
 				return err
 			}
 			cfg.Sync = !noSync
+			var err error
+			if cfg.SegmentSize, err = parseSegment(segment); err != nil {
+				return err
+			}
 			if cfg.Dir == "" {
 				cfg.Dir = os.TempDir()
 			}
-			_, err := chunkengine.Run(cmd.Context(), cfg, cmd.OutOrStdout())
+			_, err = chunkengine.Run(cmd.Context(), cfg, cmd.OutOrStdout())
 			return err
 		},
 	}
@@ -39,5 +44,6 @@ Targets: writes >= 0.7x plain, reads >= 0.8x plain.`,
 	f.IntVar(&cfg.ChunkSize, "chunk-size", 1<<20, "chunk size in bytes")
 	f.IntVar(&cfg.Concurrency, "concurrency", 4, "concurrent callers per side")
 	f.BoolVar(&noSync, "no-sync", false, "skip fsyncs on both sides")
+	f.StringVar(&segment, "checksum-segment", "4KiB", "the engine's checksum segment (4KiB to 64KiB)")
 	return cmd
 }

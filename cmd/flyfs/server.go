@@ -46,6 +46,7 @@ type serverOptions struct {
 	gcGrace              time.Duration
 	trashDays            int
 	encryptionKeyFile    string
+	checksumSegment      string
 	obs                  observeOptions
 	logOut               io.Writer // the log (nil: stderr)
 }
@@ -95,6 +96,7 @@ its own subcommand and talks to the others over loopback. Restarting on the same
 	f.DurationVar(&o.gcGrace, "gc-grace", 5*time.Minute, "how long removed files keep their chunks, so readers that have them open keep reading (0: none; flyfs admin gc collects now)")
 	f.IntVar(&o.trashDays, "trash-days", 0, "keep removed files and trees in /.flyfs-trash this many days, restorable with flyfs admin trash (0: no trash)")
 	f.StringVar(&o.encryptionKeyFile, "encryption-key-file", "", encryptionKeyHelp)
+	f.StringVar(&o.checksumSegment, "checksum-segment", "4KiB", segmentHelp)
 	addObserveFlags(f, &o.obs)
 	f.Lookup("metrics-addr").Usage = "serve every role's Prometheus metrics, labelled role=<mgmtd, metad, storaged, client, gateway>, at http://ADDR/metrics (empty: no metrics)"
 	return cmd
@@ -137,14 +139,18 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	segment, err := parseSegment(o.checksumSegment)
+	if err != nil {
+		return err
+	}
 	db, err := kvopen.Open(ctx, o.kvc)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	c, err := cluster.Start(ctx, cluster.Config{Dir: o.dataDir, KV: db, NoSync: o.noSync, Token: token, InsecureNoToken: token == "",
-		EncryptionKey: encKey,
-		MgmtdAddrs:    []string{o.mgmtdAddr}, Nodes: o.disks, Chains: o.chains, Replicas: o.replicas,
+		EncryptionKey: encKey, SegmentSize: segment,
+		MgmtdAddrs: []string{o.mgmtdAddr}, Nodes: o.disks, Chains: o.chains, Replicas: o.replicas,
 		Metads: 1, MetadAddrs: []string{o.metadAddr}, RPCLimits: o.rpc, GCGrace: graceOption(o.gcGrace), TrashDays: o.trashDays, Logger: log,
 		Metrics: obs.reg, Local: true})
 	if err != nil {

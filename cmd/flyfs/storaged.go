@@ -35,6 +35,7 @@ func storagedCmd() *cobra.Command {
 		hbTimeout   time.Duration
 		resyncRate  int64
 		keyFile     string
+		segmentFlag string
 		faultsFile  string
 		obsOpts     observeOptions
 	)
@@ -81,6 +82,10 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 			if err != nil {
 				return err
 			}
+			segment, err := parseSegment(segmentFlag)
+			if err != nil {
+				return err
+			}
 			encKey, err := readEncryptionKey(keyFile)
 			if err != nil {
 				return err
@@ -94,7 +99,7 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 			}
 			cfg := storaged.Config{Node: routing.NodeID(node), Addr: advertise, Disks: disks, Targets: tcs,
 				RPC: withLimits(rpc.Options{Token: token, Logger: log, Registerer: reg}, limits), NoSync: noSync, Logger: log,
-				HeartbeatTimeout: hbTimeout, ResyncBytesPerSec: resyncRate, Registerer: reg, EncryptionKey: encKey}
+				HeartbeatTimeout: hbTimeout, ResyncBytesPerSec: resyncRate, Registerer: reg, EncryptionKey: encKey, SegmentSize: segment}
 			if faultsFile != "" {
 				cfg.DiskFaults = &engine.Faults{}
 				fctx, stop := context.WithCancel(cmd.Context())
@@ -166,6 +171,7 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 	f.DurationVar(&hbTimeout, "heartbeat-timeout", 6*time.Second, "T: mgmtd's failure timeout; the node stops serving after T/2 without mgmtd")
 	f.Int64Var(&resyncRate, "resync-rate", 256<<20, "recovery throttle in bytes per second")
 	f.StringVar(&keyFile, "encryption-key-file", "", encryptionKeyHelp)
+	f.StringVar(&segmentFlag, "checksum-segment", "4KiB", segmentHelp)
 	f.StringVar(&faultsFile, "disk-faults-file", "", diskFaultsHelp)
 	addObserveFlags(f, &obsOpts)
 	return cmd

@@ -135,9 +135,9 @@ func (e *Engine) apply(k Key, cur *version, u *Update) (Meta, error) {
 		c.newLen = oldLen
 	}
 	if dhi > dlo {
-		c.first, c.last = dlo/SegmentSize, (dhi-1)/SegmentSize
-	} else if c.newLen < oldLen && c.newLen%SegmentSize != 0 {
-		c.first = c.newLen / SegmentSize // the new last segment got shorter
+		c.first, c.last = dlo/e.seg, (dhi-1)/e.seg
+	} else if c.newLen < oldLen && c.newLen%e.seg != 0 {
+		c.first = c.newLen / e.seg // the new last segment got shorter
 		c.last = c.first
 	}
 
@@ -161,7 +161,7 @@ func (e *Engine) apply(k Key, cur *version, u *Update) (Meta, error) {
 		mode = modeCOW
 	}
 
-	crcs := make([]uint32, segCount(uint32(c.newLen)))
+	crcs := make([]uint32, segCount(uint32(c.newLen), e.seg))
 	if cur != nil && !u.Replace {
 		copy(crcs, cur.crcs)
 	}
@@ -188,7 +188,7 @@ func (e *Engine) apply(k Key, cur *version, u *Update) (Meta, error) {
 	rec.crcs = crcs
 	rec.meta = Meta{
 		ChainVer: u.ChainVer, CommitVer: u.CommitVer, UpdateVer: u.UpdateVer,
-		Len: uint32(c.newLen), ChunkSize: u.ChunkSize, Checksum: chunkChecksum(uint32(c.newLen), crcs),
+		Len: uint32(c.newLen), ChunkSize: u.ChunkSize, Checksum: chunkChecksum(uint32(c.newLen), crcs, e.seg),
 	}
 	if err := e.persist(k, &rec); err != nil {
 		if mode == modeCOW {

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,13 +31,21 @@ func flipByte(t *testing.T, dir string, loc blockLoc, pos int64) {
 }
 
 func TestCorruptData(t *testing.T) {
+	for _, seg := range []int64{DefaultSegmentSize, MaxSegmentSize} {
+		t.Run(fmt.Sprintf("segment %d", seg), func(t *testing.T) { testCorruptData(t, seg) })
+	}
+}
+
+func testCorruptData(t *testing.T, seg int64) {
 	dir := t.TempDir()
-	e := openT(t, dir, testOptions())
+	opts := testOptions()
+	opts.SegmentSize = int(seg)
+	e := openT(t, dir, opts)
 	k := tkey(1, 1, 0)
-	data := pattern(1, 300<<10) // 5 segments, last one partial
+	data := pattern(1, 300<<10) // the last segment partial with 64 KiB segments
 	mustApply(t, e, k, Update{Data: data, ChunkSize: 1 << 20, UpdateVer: 1, CommitVer: 1})
 	loc := e.current(k).blk.loc
-	flipByte(t, dir, loc, 2*SegmentSize+100) // segment 2
+	flipByte(t, dir, loc, 2*seg+100) // segment 2
 
 	h, err := e.Get(k)
 	if err != nil {
@@ -49,11 +58,11 @@ func TestCorruptData(t *testing.T) {
 		corrupt bool
 	}{
 		{"whole chunk", 0, 300 << 10, true},
-		{"4K inside the bad segment", 2*SegmentSize + 4096, 4096, true},
-		{"byte at the end of the previous segment", 2*SegmentSize - 1, 1, false},
-		{"run ending before the bad segment", 0, 2 * SegmentSize, false},
-		{"partial read into the bad segment", SegmentSize + 5, SegmentSize, true},
-		{"after the bad segment", 3 * SegmentSize, 100 << 10, false},
+		{"inside the bad segment", 2*seg + seg/4, seg / 2, true},
+		{"byte at the end of the previous segment", 2*seg - 1, 1, false},
+		{"run ending before the bad segment", 0, 2 * seg, false},
+		{"partial read into the bad segment", seg + 5, seg, true},
+		{"after the bad segment", 3 * seg, 100 << 10, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := e.Stats().ChecksumErrors
@@ -78,7 +87,7 @@ func TestCorruptData(t *testing.T) {
 	}
 
 	// An update that needs the bad segment refuses to launder it...
-	if _, err := e.Apply(k, Update{Offset: 2*SegmentSize + 10, Data: []byte("x"), ChunkSize: 1 << 20}); !errors.Is(err, ErrChecksum) {
+	if _, err := e.Apply(k, Update{Offset: uint32(2*seg + 10), Data: []byte("x"), ChunkSize: 1 << 20}); !errors.Is(err, ErrChecksum) {
 		t.Fatalf("partial overwrite of a corrupt segment: %v", err)
 	}
 	// ...one that only copies it keeps it detectable...
@@ -150,7 +159,7 @@ func TestCorruptRecords(t *testing.T) {
 	closer.Close()
 	bad[10] ^= 1
 	stolen := record{meta: Meta{Len: 5, ChunkSize: 1 << 20}, loc: goodLoc, crcs: []uint32{crc([]byte("hello"))}}
-	stolen.meta.Checksum = chunkChecksum(5, stolen.crcs)
+	stolen.meta.Checksum = chunkChecksum(5, stolen.crcs, DefaultSegmentSize)
 	beyond := stolen
 	beyond.loc.index = 1 << 30 // past the end of the data file
 	for _, kv := range []struct {

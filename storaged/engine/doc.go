@@ -23,8 +23,11 @@
 // each chunk with its old or its new record, and the content of the block a
 // record points at always matches the record's checksums.
 //
-// Content is checksummed with CRC32C per 64 KiB segment; every read verifies
-// the segments it touches.
+// Content is checksummed with CRC32C per segment, 4 KiB on a new disk (a
+// disk's segment size is fixed when it is created; format 1 disks have
+// 64 KiB); every read verifies the segments it touches. A chunk's checksum
+// (Meta.Checksum) is computed over 64 KiB units whatever the segment size,
+// so replicas compare it across disks.
 //
 // A disk created with an encryption key holds its blocks' content as
 // AES-256-CTR ciphertext under a per-block IV (cipher.go); the CRCs cover

@@ -37,6 +37,9 @@ type Engine struct {
 
 	// ro: a write failed with an I/O error; writes stay refused until a
 	// restart. full: the disk ran out of space; it passes (see full).
+	// seg is the disk's checksum segment size (checkFormat).
+	seg int64
+
 	ro       atomic.Bool
 	roMu     sync.Mutex
 	roReason string
@@ -102,23 +105,48 @@ func Open(dir string, opts Options) (*Engine, error) {
 	return e, nil
 }
 
+// checkFormat reads the disk's format, or writes it on a new disk: the
+// segment size comes from the disk, Options.SegmentSize only picks a new
+// disk's.
 func (e *Engine) checkFormat() error {
 	v, closer, err := e.db.Get(formatKey)
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
-		if err := e.db.Set(formatKey, binary.LittleEndian.AppendUint32(nil, formatVersion), pebble.Sync); err != nil {
+		if !validSegment(int64(e.opts.SegmentSize)) {
+			return fmt.Errorf("engine: segment size %d: want a power of two from %d to %d: %w",
+				e.opts.SegmentSize, MinSegmentSize, MaxSegmentSize, ErrInvalid)
+		}
+		val := binary.LittleEndian.AppendUint32(nil, formatVersion)
+		val = binary.LittleEndian.AppendUint32(val, uint32(e.opts.SegmentSize))
+		if err := e.db.Set(formatKey, val, pebble.Sync); err != nil {
 			return fmt.Errorf("engine: write format version: %w", err)
 		}
+		e.seg = int64(e.opts.SegmentSize)
 		return nil
 	case err != nil:
 		return fmt.Errorf("engine: read format version: %w", err)
 	}
 	defer closer.Close()
-	if len(v) != 4 || binary.LittleEndian.Uint32(v) != formatVersion {
-		return fmt.Errorf("engine: %s: unsupported format %x: %w", e.dir, v, ErrInvalid)
+	switch {
+	case len(v) == 4 && binary.LittleEndian.Uint32(v) == formatLegacy:
+		e.seg = MaxSegmentSize
+		return nil
+	case len(v) == 8 && binary.LittleEndian.Uint32(v) == formatVersion:
+		if seg := binary.LittleEndian.Uint32(v[4:]); validSegment(int64(seg)) {
+			e.seg = int64(seg)
+			return nil
+		}
 	}
-	return nil
+	return fmt.Errorf("engine: %s: unsupported format %x: %w", e.dir, v, ErrInvalid)
 }
+
+func validSegment(seg int64) bool {
+	return seg >= MinSegmentSize && seg <= MaxSegmentSize && seg&(seg-1) == 0
+}
+
+// SegmentSize is the disk's checksum granularity: a read reads and verifies
+// whole segments.
+func (e *Engine) SegmentSize() int { return int(e.seg) }
 
 // load fills the index and the allocator bitmaps from the records. Corrupt
 // records do not fail the open: their keys report ErrChecksum until repaired.
@@ -140,7 +168,7 @@ func (e *Engine) load() error {
 			it.Close()
 			return fmt.Errorf("engine: scan metadata: %w", err)
 		}
-		r, err := decodeRecord(val)
+		r, err := decodeRecord(val, e.seg)
 		if err != nil {
 			e.markBad(k, err)
 			continue

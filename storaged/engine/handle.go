@@ -68,9 +68,9 @@ func (h *Handle) ReadAt(p []byte, off int64) (int, error) {
 	return int(n), nil
 }
 
-// segPool holds SegmentSize scratch buffers for partial-segment reads and
+// segPool holds MaxSegmentSize scratch buffers for partial-segment reads and
 // read-modify-write of edge segments.
-var segPool = sync.Pool{New: func() any { b := make([]byte, SegmentSize); return &b }}
+var segPool = sync.Pool{New: func() any { b := make([]byte, MaxSegmentSize); return &b }}
 
 func getSeg() *[]byte  { return segPool.Get().(*[]byte) }
 func putSeg(b *[]byte) { segPool.Put(b) }
@@ -83,14 +83,14 @@ func (e *Engine) readVerified(k Key, v *version, p []byte, off int64) error {
 	f, loc := e.alloc.file(v.blk.loc), v.blk.loc
 	size := int64(v.meta.Len)
 	end := off + int64(len(p))
-	s := off / SegmentSize
+	s := off / e.seg
 	for pos := off; pos < end; {
-		segLo := s * SegmentSize
-		segHi := min(segLo+SegmentSize, size)
+		segLo := s * e.seg
+		segHi := min(segLo+e.seg, size)
 		if pos == segLo && segHi <= end {
 			runEnd, t := segHi, s+1
 			for runEnd < end {
-				next := min(runEnd+SegmentSize, size)
+				next := min(runEnd+e.seg, size)
 				if next > end {
 					break
 				}
@@ -101,8 +101,8 @@ func (e *Engine) readVerified(k Key, v *version, p []byte, off int64) error {
 				return e.readFailed(k, v, s, err)
 			}
 			for i := s; i < t; i++ {
-				lo := (i - s) * SegmentSize
-				if got := crc(buf[lo:min(lo+SegmentSize, int64(len(buf)))]); got != v.crcs[i] {
+				lo := (i - s) * e.seg
+				if got := crc(buf[lo:min(lo+e.seg, int64(len(buf)))]); got != v.crcs[i] {
 					return e.checksumMismatch(k, v, i, got)
 				}
 			}
@@ -148,8 +148,12 @@ func (e *Engine) readFailed(k Key, v *version, seg int64, err error) error {
 	return fmt.Errorf("engine: read %v segment %d: %w", k, seg, err)
 }
 
-// verifyPool holds scratch buffers for Verify: 16 segments read per pread.
-var verifyPool = sync.Pool{New: func() any { b := make([]byte, 16*SegmentSize); return &b }}
+// verifyPool holds scratch buffers for Verify.
+var verifyPool = sync.Pool{New: func() any { b := make([]byte, verifyRead); return &b }}
+
+// verifyRead is what Verify and Engine.Verify read per pread: whole segments
+// of any size.
+const verifyRead = 1 << 20
 
 // Verify reads the handle's whole content and checks every segment against
 // its CRC32C, returning none of it: ErrChecksum (counted in Stats, like a

@@ -8,8 +8,16 @@ import (
 )
 
 const (
-	// SegmentSize is the checksum granularity: one CRC32C per 64 KiB of content.
-	SegmentSize = 64 << 10
+	// DefaultSegmentSize is the checksum granularity of a new disk: one
+	// CRC32C per 4 KiB of content, so a 4 KiB read reads and verifies 4 KiB.
+	// The CRCs stay in memory: 4 bytes per segment, 0.1% of the content.
+	DefaultSegmentSize = 4 << 10
+	// MinSegmentSize and MaxSegmentSize bound Options.SegmentSize (a power
+	// of two); the largest is a disk of format 1's, which has no other.
+	MinSegmentSize = 4 << 10
+	MaxSegmentSize = unitSize
+	// unitSize is the content unit of the chunk checksum (chunkChecksum).
+	unitSize = 64 << 10
 	// NumClasses is the number of block size classes: 64 KiB << 0..10.
 	NumClasses = 11
 	// MinBlockSize is the block size of class 0.
@@ -79,5 +87,6 @@ func (l blockLoc) String() string {
 	return fmt.Sprintf("%s.%d#%d", className(l.class), l.file, l.index)
 }
 
-// segCount is the number of checksum segments of n bytes of content.
-func segCount(n uint32) int { return int((uint64(n) + SegmentSize - 1) / SegmentSize) }
+// segCount is the number of checksum segments of seg bytes in n bytes of
+// content.
+func segCount(n uint32, seg int64) int { return int((int64(n) + seg - 1) / seg) }

@@ -58,7 +58,7 @@ func (e *Engine) List(chain uint32, begin, end layout.ChunkID, limit int, revers
 			it.Close()
 			return nil, false, fmt.Errorf("engine: list chain %d: %w", chain, err)
 		}
-		r, err := decodeRecord(val)
+		r, err := decodeRecord(val, e.seg)
 		if err != nil {
 			e.log.Error("engine: list skips corrupt record", "chunk", k.String(), "err", err)
 			continue

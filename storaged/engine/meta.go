@@ -21,12 +21,17 @@ func (m Meta) Pending() bool { return m.UpdateVer != m.CommitVer }
 // Pebble key space (1-byte prefixes):
 //
 //	'c' chain(u32 BE) chunk(16 B)  -> record
-//	'v'                            -> format version (u32 LE)
+//	'v'                            -> format: version (u32 LE); version 2
+//	                                  then the segment size (u32 LE),
+//	                                  version 1 has 64 KiB segments
 //	'k'                            -> key check value (encrypted disks: cipher.go)
 const (
 	prefixChunk   = 'c'
 	keyLen        = 1 + 4 + 16
-	formatVersion = 1
+	// formatLegacy is a disk of 64 KiB segments whose format value holds
+	// the version alone.
+	formatLegacy  = 1
+	formatVersion = 2
 )
 
 var formatKey = []byte{'v'}
@@ -52,9 +57,9 @@ func decodeKey(b []byte) (Key, bool) {
 // record is what Pebble stores for a chunk.
 //
 // Invariants (checked by decodeRecord, established by the writers):
-//   - len(crcs) == segCount(meta.Len), crcs[i] is the CRC32C of content bytes
-//     [i*SegmentSize, min((i+1)*SegmentSize, Len));
-//   - meta.Checksum == chunkChecksum(meta.Len, crcs);
+//   - len(crcs) == segCount(meta.Len, seg), crcs[i] is the CRC32C of content
+//     bytes [i*seg, min((i+1)*seg, Len)), seg the disk's segment size;
+//   - meta.Checksum == chunkChecksum(meta.Len, crcs, seg);
 //   - meta.Len == 0 <=> loc.class == noClass; otherwise Len <= blockSize(class);
 //   - 0 < ChunkSize <= MaxChunkSize, Len <= ChunkSize, CommitVer <= UpdateVer.
 type record struct {
@@ -103,7 +108,8 @@ func (r *record) encode(dst []byte) []byte {
 
 // decodeRecord parses and validates a stored record. Any violation of the
 // record invariants is reported as ErrChecksum: the metadata is corrupt.
-func decodeRecord(b []byte) (record, error) {
+// seg is the disk's segment size.
+func decodeRecord(b []byte, seg int64) (record, error) {
 	var r record
 	header := recordHeader
 	if len(b) > 0 && b[0] == recordFormat2 {
@@ -130,13 +136,13 @@ func decodeRecord(b []byte) (record, error) {
 	for i := range r.crcs {
 		r.crcs[i] = binary.LittleEndian.Uint32(body[header+4*i:])
 	}
-	if err := r.validate(); err != nil {
+	if err := r.validate(seg); err != nil {
 		return record{}, err
 	}
 	return r, nil
 }
 
-func (r *record) validate() error {
+func (r *record) validate(seg int64) error {
 	m := &r.meta
 	switch {
 	case m.ChunkSize == 0 || m.ChunkSize > MaxChunkSize:
@@ -145,9 +151,9 @@ func (r *record) validate() error {
 		return fmt.Errorf("%w: record length %d > chunk size %d", ErrChecksum, m.Len, m.ChunkSize)
 	case m.CommitVer > m.UpdateVer:
 		return fmt.Errorf("%w: record commit version %d > update version %d", ErrChecksum, m.CommitVer, m.UpdateVer)
-	case len(r.crcs) != segCount(m.Len):
+	case len(r.crcs) != segCount(m.Len, seg):
 		return fmt.Errorf("%w: record has %d segment crcs for length %d", ErrChecksum, len(r.crcs), m.Len)
-	case m.Checksum != chunkChecksum(m.Len, r.crcs):
+	case m.Checksum != chunkChecksum(m.Len, r.crcs, seg):
 		return fmt.Errorf("%w: record checksum does not match its segments", ErrChecksum)
 	}
 	if m.Len == 0 {

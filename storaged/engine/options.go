@@ -33,6 +33,11 @@ type Options struct {
 	// ciphertext (cipher.go). Decided when the disk is created: an existing
 	// disk opens only with the key it was created with, or none if none.
 	EncryptionKey []byte
+	// SegmentSize is the checksum granularity of a new disk: a power of two
+	// from MinSegmentSize to MaxSegmentSize; 0: DefaultSegmentSize. Each
+	// segment's CRC takes 4 bytes of memory; a read reads and verifies the
+	// whole segments it touches. An existing disk keeps its own.
+	SegmentSize int
 	// Faults, when set, fails data-file I/O on demand (faults.go): fault
 	// drills and tests of what a bad disk costs.
 	Faults *Faults
@@ -59,6 +64,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.MetaMemTableSize == 0 {
 		o.MetaMemTableSize = 4 << 20
+	}
+	if o.SegmentSize == 0 {
+		o.SegmentSize = DefaultSegmentSize
 	}
 	if o.MetaCacheSize <= 0 {
 		o.MetaCacheSize = 8 << 20

@@ -45,7 +45,7 @@ func (e *Engine) Verify(ctx context.Context) (VerifyReport, error) {
 	}
 	defer it.Close()
 	owner := map[blockLoc]Key{}
-	buf := make([]byte, SegmentSize*16)
+	buf := make([]byte, verifyRead)
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -61,7 +61,7 @@ func (e *Engine) Verify(ctx context.Context) (VerifyReport, error) {
 		if err != nil {
 			return rep, fmt.Errorf("engine: verify: %w", err)
 		}
-		r, err := decodeRecord(val)
+		r, err := decodeRecord(val, e.seg)
 		if err != nil {
 			rep.CorruptRecords++
 			rep.problem("%v: %v", k, err)

@@ -37,7 +37,7 @@ func (e *Engine) writeCOW(k Key, cur *version, c *change, cls uint8, crcs []uint
 	// CRCs: if they were corrupt they stay detectably corrupt.
 	prefix := keep
 	if c.first >= 0 {
-		prefix = min(prefix, c.first*SegmentSize)
+		prefix = min(prefix, c.first*e.seg)
 	}
 	if err := e.copyContent(dst, loc, src, srcLoc, 0, prefix, *sb); err != nil {
 		return fail(writeErr(err))
@@ -46,7 +46,7 @@ func (e *Engine) writeCOW(k Key, cur *version, c *change, cls uint8, crcs []uint
 		if err := e.writeTouched(k, cur, c, dst, loc, src, srcLoc, keep, crcs); err != nil {
 			return fail(err)
 		}
-		if lo := (c.last + 1) * SegmentSize; lo < keep {
+		if lo := (c.last + 1) * e.seg; lo < keep {
 			if err := e.copyContent(dst, loc, src, srcLoc, lo, keep-lo, *sb); err != nil {
 				return fail(writeErr(err))
 			}
@@ -77,8 +77,8 @@ func (e *Engine) writeTouched(k Key, cur *version, c *change, dst *os.File, dloc
 	sb := getSeg()
 	defer putSeg(sb)
 	for s := c.first; s <= c.last; s++ {
-		segLo := s * SegmentSize
-		segHi := min(segLo+SegmentSize, c.newLen)
+		segLo := s * e.seg
+		segHi := min(segLo+e.seg, c.newLen)
 		if c.n > 0 && segLo >= c.off && segHi <= c.off+c.n {
 			crcs[s] = crc(c.data[segLo-c.off : segHi-c.off])
 			if runLo < 0 {
@@ -94,7 +94,7 @@ func (e *Engine) writeTouched(k Key, cur *version, c *change, dst *os.File, dloc
 		// Old bytes survive in [segLo, oldHi) except where data covers them.
 		oldHi := min(segHi, keep)
 		if segLo < oldHi && !(c.n > 0 && c.off <= segLo && c.off+c.n >= oldHi) {
-			old := (*sb)[:min(segLo+SegmentSize, c.oldLen)-segLo]
+			old := (*sb)[:min(segLo+e.seg, c.oldLen)-segLo]
 			if err := e.readContent(src, sloc, old, segLo); err != nil {
 				if isChecksum(err) {
 					e.checksumErrors.Add(1)
@@ -138,9 +138,9 @@ func (e *Engine) appendInPlace(cur *version, c *change, crcs []uint32) error {
 			return writeErr(err)
 		}
 	}
-	for s := c.oldLen / SegmentSize; s*SegmentSize < c.newLen; s++ {
-		segLo := s * SegmentSize
-		lo, hi := max(segLo, c.oldLen), min(segLo+SegmentSize, c.newLen)
+	for s := c.oldLen / e.seg; s*e.seg < c.newLen; s++ {
+		segLo := s * e.seg
+		lo, hi := max(segLo, c.oldLen), min(segLo+e.seg, c.newLen)
 		v := uint32(0)
 		if lo > segLo {
 			v = cur.crcs[s] // continue the old partial segment
@@ -169,10 +169,10 @@ func (e *Engine) cutInPlace(k Key, cur *version, c *change, crcs []uint32) error
 		return nil
 	}
 	s := c.first
-	segLo := s * SegmentSize
+	segLo := s * e.seg
 	sb := getSeg()
 	defer putSeg(sb)
-	old := (*sb)[:min(segLo+SegmentSize, c.oldLen)-segLo]
+	old := (*sb)[:min(segLo+e.seg, c.oldLen)-segLo]
 	if err := e.readContent(e.alloc.file(cur.blk.loc), cur.blk.loc, old, segLo); err != nil {
 		if isChecksum(err) {
 			e.checksumErrors.Add(1)

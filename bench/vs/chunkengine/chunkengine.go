@@ -37,6 +37,7 @@ type Config struct {
 	ChunkSize   int           // default 1 MiB
 	Concurrency int           // goroutines per measurement; default 4
 	Rounds      int           // alternations engine/plain per measurement; default 3
+	SegmentSize int           // engine Options.SegmentSize; 0: the engine's default
 }
 
 // Result of one measurement, in operations per second.
@@ -112,7 +113,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Report, error) {
 	}
 	defer os.RemoveAll(dir)
 	b := &bench{cfg: cfg, engNext: make([]atomic.Int64, cfg.Concurrency)}
-	if b.eng, err = engine.Open(filepath.Join(dir, "engine"), engine.Options{Sync: cfg.Sync}); err != nil {
+	if b.eng, err = engine.Open(filepath.Join(dir, "engine"), engine.Options{Sync: cfg.Sync, SegmentSize: cfg.SegmentSize}); err != nil {
 		return rep, err
 	}
 	defer b.eng.Close()
