@@ -26,8 +26,8 @@ func (m Meta) Pending() bool { return m.UpdateVer != m.CommitVer }
 //	                                  version 1 has 64 KiB segments
 //	'k'                            -> key check value (encrypted disks: cipher.go)
 const (
-	prefixChunk   = 'c'
-	keyLen        = 1 + 4 + 16
+	prefixChunk = 'c'
+	keyLen      = 1 + 4 + 16
 	// formatLegacy is a disk of 64 KiB segments whose format value holds
 	// the version alone.
 	formatLegacy  = 1
