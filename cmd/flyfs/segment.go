@@ -15,7 +15,7 @@ func parseSegment(s string) (int, error) {
 	if err != nil || n == 0 {
 		return 0, err
 	}
-	if n < engine.MinSegmentSize || n > engine.MaxSegmentSize || n&(n-1) != 0 {
+	if !engine.ValidSegmentSize(n) {
 		return 0, fmt.Errorf("--checksum-segment %s: want a power of two from 4KiB to 64KiB", s)
 	}
 	return int(n), nil

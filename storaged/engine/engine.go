@@ -35,11 +35,11 @@ type Engine struct {
 	life   sync.RWMutex
 	closed atomic.Bool
 
-	// ro: a write failed with an I/O error; writes stay refused until a
-	// restart. full: the disk ran out of space; it passes (see full).
 	// seg is the disk's checksum segment size (checkFormat).
 	seg int64
 
+	// ro: a write failed with an I/O error; writes stay refused until a
+	// restart. full: the disk ran out of space; it passes (see full).
 	ro       atomic.Bool
 	roMu     sync.Mutex
 	roReason string
@@ -112,7 +112,7 @@ func (e *Engine) checkFormat() error {
 	v, closer, err := e.db.Get(formatKey)
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
-		if !validSegment(int64(e.opts.SegmentSize)) {
+		if !ValidSegmentSize(int64(e.opts.SegmentSize)) {
 			return fmt.Errorf("engine: segment size %d: want a power of two from %d to %d: %w",
 				e.opts.SegmentSize, MinSegmentSize, MaxSegmentSize, ErrInvalid)
 		}
@@ -132,7 +132,7 @@ func (e *Engine) checkFormat() error {
 		e.seg = MaxSegmentSize
 		return nil
 	case len(v) == 8 && binary.LittleEndian.Uint32(v) == formatVersion:
-		if seg := binary.LittleEndian.Uint32(v[4:]); validSegment(int64(seg)) {
+		if seg := binary.LittleEndian.Uint32(v[4:]); ValidSegmentSize(int64(seg)) {
 			e.seg = int64(seg)
 			return nil
 		}
@@ -140,7 +140,9 @@ func (e *Engine) checkFormat() error {
 	return fmt.Errorf("engine: %s: unsupported format %x: %w", e.dir, v, ErrInvalid)
 }
 
-func validSegment(seg int64) bool {
+// ValidSegmentSize reports whether seg can be a disk's segment size: a
+// power of two from MinSegmentSize to MaxSegmentSize.
+func ValidSegmentSize(seg int64) bool {
 	return seg >= MinSegmentSize && seg <= MaxSegmentSize && seg&(seg-1) == 0
 }
 
