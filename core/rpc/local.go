@@ -117,6 +117,7 @@ func (s *Server) callLocal(ctx context.Context, c *Client, method Method, msg, p
 	go func() {
 		defer s.localDone(id)
 		defer cancel()
+		growStack()
 		var start time.Time
 		if s.metrics != nil {
 			start = time.Now()
