@@ -172,7 +172,11 @@ func TestStalledFrameIsCutOff(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			ts := startServer(t, rpc.Options{FrameTimeout: 300 * time.Millisecond, MinFrameRate: 64 << 20, Registerer: reg})
+			// The frame's allowance (300 ms plus 1 MiB at 4 MiB/s) leaves a
+			// loaded machine 250 ms to read the half that is sent before the
+			// stall's 300 ms begin; at 64 MiB/s it had 15 ms, and a slower
+			// read made the cut-off "not received within" instead.
+			ts := startServer(t, rpc.Options{FrameTimeout: 300 * time.Millisecond, MinFrameRate: 4 << 20, Registerer: reg})
 			conn := rawConn(t, ts.addr, "")
 			tt.send(t, conn)
 			mustServe(t, ts, rpc.Options{}) // served while the frame stalls
