@@ -17,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/flyfs/flyfs/cluster"
 	"github.com/flyfs/flyfs/core/client"
@@ -49,9 +50,12 @@ func run(m *testing.M) (code int) {
 		return 1
 	}
 	defer os.RemoveAll(scratch)
-	// Small chunks, so ordinary test sizes cross chunk boundaries.
+	// Small chunks, so ordinary test sizes cross chunk boundaries. Removed
+	// files keep their chunks for metad's default grace, as on flyfs
+	// server: a descriptor of an unlinked file reads from the cluster once
+	// the kernel drops its pages, and must find the bytes there.
 	c, err := cluster.Start(context.Background(), cluster.Config{Dir: filepath.Join(scratch, "cluster"), NoSync: true,
-		Nodes: 1, Replicas: 1, Chains: 4, Metads: 1, ChunkSize: 64 << 10, Stripe: 4, GCGrace: -1})
+		Nodes: 1, Replicas: 1, Chains: 4, Metads: 1, ChunkSize: 64 << 10, Stripe: 4, GCGrace: 5 * time.Minute})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "conformance: setting up the cluster:", err)
 		return 1
