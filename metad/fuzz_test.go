@@ -78,6 +78,7 @@ var metadMethods = []rpctest.Method{
 	rpctest.M[metaapi.SnapshotCreateReq](metaapi.MethodSnapshotCreate),
 	rpctest.M[metaapi.Empty](metaapi.MethodSnapshotList),
 	rpctest.M[metaapi.SnapshotDeleteReq](metaapi.MethodSnapshotDelete),
+	rpctest.M[metaapi.Empty](metaapi.MethodSync),
 }
 
 func methodIndex(m rpc.Method) uint8 {
@@ -193,6 +194,7 @@ func FuzzMetadHandlers(f *testing.F) {
 	add(metaapi.MethodSetLayout, &metaapi.LayoutReq{Ino: m.dir, Layout: layout.Layout{TableID: routing.DefaultTable, TableVersion: 1, ChunkSize: 1 << 16, Stripe: 2}})
 	add(metaapi.MethodGetLayout, &metaapi.InodeReq{Ino: m.file})
 	add(metaapi.MethodFsck, &metaapi.Empty{})
+	add(metaapi.MethodSync, &metaapi.Empty{})
 	add(metaapi.MethodMknod, &metaapi.MknodReq{ReqID: rid(19), Parent: m.dir, Name: "dev", Type: metaapi.TypeCharDev, Mode: 0o600, Rdev: 1<<8 | 3})
 	add(metaapi.MethodLockSession, &metaapi.LockSessionReq{Client: "fuzz", TTLms: 10000})
 	add(metaapi.MethodSetLock, &metaapi.LockReq{Ino: m.file, Class: metaapi.LockPOSIX, Lock: metaapi.FileLock{Client: "fuzz", Owner: 1, Kind: metaapi.LockWrite, Start: 0, End: 99}})

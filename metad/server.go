@@ -146,6 +146,7 @@ func New(cfg Config) (*Server, error) {
 	handle(s, metaapi.MethodGetLayout, s.getLayout)
 	handle(s, metaapi.MethodFsck, s.fsck)
 	handle(s, metaapi.MethodMknod, s.mknod)
+	handle(s, metaapi.MethodSync, s.sync)
 	handle(s, metaapi.MethodLockSession, s.lockSession)
 	handle(s, metaapi.MethodGetLock, s.getLock)
 	handle(s, metaapi.MethodSetLock, s.setLock)

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"github.com/flyfs/flyfs/core/durability"
 	"os"
 	"syscall"
 
@@ -183,11 +184,23 @@ func (m *Meta) SetAttr(ctx context.Context, ino uint64, req metaapi.SetAttrReq) 
 	if req.Mask&metaapi.SetSize != 0 && req.Size > metaapi.MaxFileSize {
 		return metaapi.Inode{}, syscall.EFBIG
 	}
+	if req.Mask&metaapi.SetSize != 0 {
+		// Durable before chunks past the size are cut: a crash must not
+		// bring back the old size over bytes that are gone.
+		ctx = durability.Strict(ctx)
+	}
 	in, err := inodeOf(callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.InodeResp, error) { return c.SetAttr(ctx, &req) }))
 	if err == nil && req.Mask&metaapi.SetSize != 0 {
 		err = m.fs.dropChunksPast(ctx, in, req.Size)
 	}
 	return in, err
+}
+
+// Sync makes every namespace change acknowledged before it durable (calls
+// made under rpc.Relaxed are acknowledged before).
+func (m *Meta) Sync(ctx context.Context) error {
+	_, err := callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.Empty, error) { return &metaapi.Empty{}, c.Sync(ctx) })
+	return err
 }
 
 // StatFS returns the namespace's usage.

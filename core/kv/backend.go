@@ -41,6 +41,10 @@ type CommitRequest struct {
 	ClearRanges []KeyRange
 	Stamped     []StampedOp
 
+	// Relaxed: the commit may be acknowledged before it is durable
+	// (durability.Relaxed); engines that sync every commit ignore it.
+	Relaxed bool
+
 	// Stamp is set by the engine on commit to the versionstamp it wrote into
 	// Stamped ops (engines whose stamps are their commit versions use MakeStamp).
 	Stamp []byte

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/flyfs/flyfs/core/durability"
 	"time"
 )
 
@@ -324,7 +325,7 @@ func (t *txn) Commit(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	req := &CommitRequest{ReadKeys: t.readKeys, ReadRanges: t.readRanges}
+	req := &CommitRequest{ReadKeys: t.readKeys, ReadRanges: t.readRanges, Relaxed: durability.IsRelaxed(ctx)}
 	if t.snap != nil {
 		req.Snapshot, req.ReadVersion = t.snap, t.snap.Version()
 	}

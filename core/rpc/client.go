@@ -144,7 +144,7 @@ func (c *Client) roundTrip(ctx context.Context, addr string, method Method, msg,
 			lastErr = err
 			continue
 		}
-		out := newOutFrame(Header{Kind: KindRequest, ID: id, Method: method, Timeout: timeout}, msg, payload, true)
+		out := newOutFrame(Header{Kind: KindRequest, Flags: requestFlags(ctx), ID: id, Method: method, Timeout: timeout}, msg, payload, true)
 		if err := cc.w.enqueue(out); err != nil {
 			cc.forget(id)
 			cc.finish()

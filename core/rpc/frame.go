@@ -23,7 +23,8 @@ import (
 //	 0      4   magic       "FLYR" (0x46 0x4c 0x59 0x52)
 //	 4      1   version     ProtocolVersion (1)
 //	 5      1   kind        Kind: hello, hello-ack, request, response, cancel, go-away, error
-//	 6      2   flags       reserved, sent as 0, ignored by receivers of this version
+//	 6      2   flags       of a request: FlagRelaxed (durability.go); other bits are
+//	                        reserved, sent as 0 and ignored
 //	 8      8   request id  chosen by the client, unique among its in-flight calls on a connection
 //	16      4   method      Method of a request (echoed in its response)
 //	20      4   code        Code of a response or error frame; 0 (OK) otherwise

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"github.com/flyfs/flyfs/core/durability"
 	"io"
 	"net"
 	"runtime/debug"
@@ -248,6 +249,9 @@ func (sc *serverConn) dispatch(f inFrame) bool {
 		ctx, cancel = context.WithTimeout(context.Background(), time.Duration(f.Timeout)*time.Millisecond)
 	} else {
 		ctx, cancel = context.WithCancel(context.Background())
+	}
+	if f.Flags&FlagRelaxed != 0 {
+		ctx = durability.Relaxed(ctx)
 	}
 	call := &serverCall{cancel: cancel}
 

@@ -30,6 +30,9 @@ type FSConfig struct {
 	// injection (failed reads and commits, "maybe committed" that did or did
 	// not commit); mgmtd keeps a clean store.
 	MetaFaults *kv.Faults
+	// MetaKV, when set, is metad's store (the test closes it); mgmtd keeps
+	// its own.
+	MetaKV *kv.DB
 }
 
 // FSCluster is a running file system.
@@ -86,6 +89,9 @@ func StartFS(tb testing.TB, cfg FSConfig) *FSCluster {
 		}
 		tb.Cleanup(func() { db.Close() }) // runs after the cluster stops (cleanups are LIFO)
 		ccfg.MetaKV = db
+	}
+	if cfg.MetaKV != nil {
+		ccfg.MetaKV = cfg.MetaKV
 	}
 	c := &FSCluster{Cluster: start(tb, ccfg)}
 	c.MetaKV = c.C.MetaKV()

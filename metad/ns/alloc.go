@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/flyfs/flyfs/core/durability"
 	"math/rand/v2"
 	"sync"
 
@@ -49,7 +50,9 @@ func (a *allocator) id(ctx context.Context) (uint64, error) {
 // claimBatch bumps counter shard and returns the first id of its batch.
 func claimBatch(ctx context.Context, db *kv.DB, shard int) (uint64, error) {
 	var base uint64
-	err := db.Run(ctx, func(tx kv.Txn) error {
+	// Durable before any id of the batch is used: chunks are named after
+	// inode ids, and a batch handed out twice would mix two files' chunks.
+	err := db.Run(durability.Strict(ctx), func(tx kv.Txn) error {
 		key := allocKey(shard)
 		v, found, err := tx.Get(ctx, key)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flyfs/flyfs/core/durability"
 	"math/rand/v2"
 	"time"
 
@@ -81,6 +82,10 @@ func (n *Namespace) GCBatch(ctx context.Context, budget int) ([]Removed, error) 
 // GCBatchGrace is GCBatch with files due grace after their removal instead
 // of Options.GCGrace (an operator freeing space now asks for none).
 func (n *Namespace) GCBatchGrace(ctx context.Context, budget int, grace time.Duration) ([]Removed, error) {
+	// A claim is durable before its chunks go: it syncs every change before
+	// it, the removal that queued the file among them, so no crash brings
+	// back a file whose chunks are gone.
+	ctx = durability.Strict(ctx)
 	var out []Removed
 	done := 0
 	start := rand.IntN(gcShards)

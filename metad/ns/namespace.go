@@ -84,6 +84,15 @@ type Namespace struct {
 	deltas   atomic.Int64 // StatFS deltas written since the last fold
 }
 
+// Sync makes every change acknowledged before it durable; changes made
+// under durability.Relaxed are acknowledged before they are.
+func (n *Namespace) Sync(ctx context.Context) error {
+	if err := n.db.Sync(ctx); err != nil {
+		return fmt.Errorf("ns: sync: %w", err)
+	}
+	return nil
+}
+
 // New returns a Namespace over db, creating the root directory if it does not
 // exist yet (idempotently: any number of metad may start at once).
 func New(db *kv.DB, opts Options) (*Namespace, error) {

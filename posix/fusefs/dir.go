@@ -168,7 +168,13 @@ func (f *fileSystem) ReleaseDir(in *fuse.ReleaseIn) {
 	f.mu.Unlock()
 }
 
-func (f *fileSystem) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status { return fuse.OK }
+// FsyncDir makes the directory's changes durable: every namespace change
+// this mount made before it (the store has one log).
+func (f *fileSystem) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	ctx, done := f.ctx(cancel)
+	defer done()
+	return f.status(ctx, "fsyncdir", f.meta.Sync(ctx))
+}
 
 func (f *fileSystem) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
 	return f.readDir(cancel, in, out, false)

@@ -493,22 +493,25 @@ func (f *fileSystem) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status
 	return fuse.OK
 }
 
+// Fsync makes the file's data and attributes durable, and with them every
+// namespace change this mount made before (the store has one log), as
+// fsync(2) of a file and of its directory do on a local file system.
 func (f *fileSystem) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
 	h := f.handle(in.Fh)
-	if h == nil || !h.write {
+	if h == nil {
 		return fuse.OK
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
-	if err := h.oi.q.drain(); err != nil {
-		return f.status(ctx, "write", err)
+	if h.write {
+		if err := h.oi.q.drain(); err != nil {
+			return f.status(ctx, "write", err)
+		}
+		if err := h.syncWrites(ctx); err != nil {
+			return f.status(ctx, "fsync", err)
+		}
 	}
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	if !h.live.Load() {
-		return fuse.OK
-	}
-	return f.status(ctx, "fsync", h.f.Load().Sync(ctx))
+	return f.status(ctx, "fsync", f.meta.Sync(ctx))
 }
 
 func (f *fileSystem) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
@@ -578,13 +581,7 @@ func (f *fileSystem) reportWriters(ctx context.Context, ino uint64) error {
 	}
 	oi.q.wait() // a failed write stays for the next fsync or close to report
 	for _, h := range hs {
-		h.mu.RLock()
-		var err error
-		if h.live.Load() {
-			err = h.f.Load().Sync(ctx)
-		}
-		h.mu.RUnlock()
-		if err != nil {
+		if err := h.syncWrites(ctx); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package fusefs
 import (
 	"context"
 	"errors"
+	"github.com/flyfs/flyfs/core/durability"
 	"net"
 	"sync"
 	"syscall"
@@ -50,7 +51,10 @@ type fileSystem struct {
 type genSeen struct{ gen, length uint64 }
 
 func newFileSystem(fs *client.FS, opts Options) *fileSystem {
-	base, stop := context.WithCancel(context.Background())
+	// A local file system's changes are durable at fsync(2) (or within its
+	// commit interval), not when the call returns: the mount asks the
+	// cluster for the same (durability.Relaxed), and for durability at fsync.
+	base, stop := context.WithCancel(durability.Relaxed(context.Background()))
 	f := &fileSystem{
 		RawFileSystem: fuse.NewDefaultRawFileSystem(),
 		fs:            fs,

@@ -19,11 +19,19 @@ import (
 // is not usable here.
 func mountCluster(t *testing.T, opts Options) (*harness.FSCluster, *Mounted) {
 	t.Helper()
+	return mountClusterWith(t, harness.FSConfig{}, opts)
+}
+
+// mountClusterWith is mountCluster with cfg's settings (its nodes, replicas
+// and chains are the one-node cluster's).
+func mountClusterWith(t *testing.T, cfg harness.FSConfig, opts Options) (*harness.FSCluster, *Mounted) {
+	t.Helper()
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		t.Skip("no /dev/fuse: FUSE tests need the fuse kernel module")
 	}
 	t.Setenv("AWS_CA_BUNDLE", "")
-	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 4, NoSync: true}})
+	cfg.ClusterConfig = harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 4, NoSync: true}
+	c := harness.StartFS(t, cfg)
 	dir := t.TempDir()
 	opts.AllowOther = true
 	m, err := Mount(context.Background(), c.FS(), dir, opts)

@@ -44,6 +44,9 @@ const (
 	MethodGetLayout   rpc.Method = 0x0419
 	MethodFsck        rpc.Method = 0x041b // check the whole namespace's consistency
 	MethodMknod       rpc.Method = 0x041c // a fifo, socket or device
+	// MethodSync makes every change acknowledged before it durable (a
+	// relaxed request's changes are acknowledged before: rpc.FlagRelaxed).
+	MethodSync rpc.Method = 0x0461
 )
 
 // Rename flags, with Linux's values.
@@ -501,6 +504,10 @@ func (c Client) SetAttr(ctx context.Context, req *SetAttrReq) (*InodeResp, error
 }
 func (c Client) StatFS(ctx context.Context) (*StatFSResp, error) {
 	return call[Empty, StatFSResp](ctx, c, MethodStatFS, &Empty{})
+}
+func (c Client) Sync(ctx context.Context) error {
+	_, err := call[Empty, Empty](ctx, c, MethodSync, &Empty{})
+	return err
 }
 func (c Client) GetXattr(ctx context.Context, req *XattrReq) (*XattrResp, error) {
 	return call[XattrReq, XattrResp](ctx, c, MethodGetXattr, req)

@@ -32,4 +32,5 @@ func init() {
 	rpc.RegisterMethod(MethodGetLayout, "metad.GetLayout")
 	rpc.RegisterMethod(MethodFsck, "metad.Fsck")
 	rpc.RegisterMethod(MethodMknod, "metad.Mknod")
+	rpc.RegisterMethod(MethodSync, "metad.Sync")
 }

@@ -5,6 +5,7 @@ package kvopen
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/kv/etcdkv"
@@ -18,9 +19,12 @@ var Engines = []string{"pebble", "mem", "etcd", "fdb"}
 
 // Config names an engine and its settings.
 type Config struct {
-	Engine         string   // pebble (default), mem, etcd, fdb
-	Dir            string   // pebble: where its files live
-	NoSync         bool     // pebble: acknowledge commits before the WAL fsync
+	Engine string // pebble (default), mem, etcd, fdb
+	Dir    string // pebble: where its files live
+	NoSync bool   // pebble: acknowledge commits before the WAL fsync
+	// SyncWindow (pebble): relaxed commits (durability.Relaxed) are acknowledged
+	// before the WAL fsync and made durable within it; 0: at once.
+	SyncWindow     time.Duration
 	EtcdEndpoints  []string // etcd
 	EtcdPrefix     string   // etcd: key prefix, so clusters can share an etcd
 	FDBClusterFile string   // fdb
@@ -34,7 +38,7 @@ func Open(ctx context.Context, c Config) (*kv.DB, error) {
 		if c.Dir == "" {
 			return nil, fmt.Errorf("kv engine pebble needs a directory")
 		}
-		return pebblekv.Open(c.Dir, pebblekv.Options{NoSync: c.NoSync, KV: c.KV})
+		return pebblekv.Open(c.Dir, pebblekv.Options{NoSync: c.NoSync, SyncWindow: c.SyncWindow, KV: c.KV})
 	case "mem":
 		return memkv.Open(c.KV), nil
 	case "etcd":

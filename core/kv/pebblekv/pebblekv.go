@@ -9,7 +9,15 @@
 // Pebble's visibility order is exactly our version order and a snapshot taken
 // under the same lock is exactly "every commit up to version v". The WAL fsync is
 // awaited outside the lock, so concurrent commits share fsyncs (group commit).
-// A commit is acknowledged only after its fsync (unless NoSync is set).
+// A commit is acknowledged only after its fsync, except a relaxed one
+// (durability.Relaxed, with SyncWindow set) and every one under NoSync. Those are
+// acknowledged once Pebble has written their WAL record to the file: the
+// WAL file's syncs reach the disk only while a durable commit or a Sync
+// waits (walfs.go), so a process crash loses nothing and a machine crash
+// may lose the relaxed commits since the last sync. A background sync
+// makes them durable within SyncWindow; Sync (fsync on a mount) at once.
+// The WAL is one log in commit order, so a sync covers every commit before
+// it, and what a machine crash leaves is a prefix of the commits.
 //
 // On-disk keys: 0x01 + user key for data; 0x00 + "version" holds the last
 // commit version, written in every commit batch so versions (and so
@@ -24,23 +32,33 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/kv/conflict"
 )
 
 // Options configure the engine.
 type Options struct {
-	// NoSync acknowledges commits before the WAL is fsynced: faster, and a
-	// machine crash (not a process crash) may lose the last commits.
+	// NoSync acknowledges every commit before the WAL is fsynced, and
+	// syncs only on Sync: faster, and a machine crash (not a process
+	// crash) may lose the last commits.
 	NoSync bool
+	// SyncWindow, when positive, lets relaxed commits (durability.Relaxed) be
+	// acknowledged before the WAL fsync: a background sync makes them
+	// durable within this window. Zero syncs relaxed commits as any other.
+	SyncWindow time.Duration
 	// CacheBytes is Pebble's block cache size; default 64 MiB.
 	CacheBytes int64
 	// KV bounds transactions and configures retries.
 	KV kv.Options
+	// FS is the file system under the store (nil: the operating system's);
+	// tests crash an in-memory one.
+	FS vfs.FS
 }
 
 var (
@@ -56,6 +74,19 @@ type engine struct {
 	version  int64
 	resolver *conflict.Resolver
 
+	// window is Options.SyncWindow (0: relaxed commits are synced). The
+	// WAL's syncs reach the disk while durable > 0 (walfs.go); skipped
+	// counts the syncs skipped, covered the count a completed real sync
+	// covers (see Sync). The syncer goroutine runs until stop is closed.
+	window   time.Duration
+	durable  atomic.Int64
+	skipped  atomic.Uint64
+	coverMu  sync.Mutex
+	covered  uint64
+	stop     chan struct{}
+	stopOnce sync.Once
+	syncerOn sync.WaitGroup
+
 	// life guards closing: every use of Pebble holds it shared, Close holds it
 	// exclusively, so nothing touches a closed Pebble (which would panic).
 	life   sync.RWMutex
@@ -68,18 +99,21 @@ func Open(dir string, opts Options) (*kv.DB, error) {
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = 64 << 20
 	}
-	cache := pebble.NewCache(opts.CacheBytes)
-	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, Logger: QuietLogger{}})
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	e := &engine{cache: pebble.NewCache(opts.CacheBytes), sync: !opts.NoSync, resolver: conflict.New(10 * time.Second),
+		open: map[*snapshot]struct{}{}, window: max(opts.SyncWindow, 0), stop: make(chan struct{})}
+	db, err := pebble.Open(dir, &pebble.Options{Cache: e.cache, Logger: QuietLogger{}, FS: walSyncPolicy{FS: opts.FS, e: e}})
 	if err != nil {
-		cache.Unref()
+		e.cache.Unref()
 		// Another process holds the lock (EAGAIN), or this one does.
 		if errors.Is(err, syscall.EAGAIN) || strings.Contains(err.Error(), "lock held") {
 			return nil, fmt.Errorf("pebblekv: %s is in use by another flyfs process or store (its lock is held): %w", dir, err)
 		}
 		return nil, fmt.Errorf("pebblekv: open %s: %w", dir, err)
 	}
-	e := &engine{db: db, cache: cache, sync: !opts.NoSync, resolver: conflict.New(10 * time.Second),
-		open: map[*snapshot]struct{}{}}
+	e.db = db
 	v, closer, err := db.Get(versionKey)
 	switch {
 	case err == nil:
@@ -89,10 +123,61 @@ func Open(dir string, opts Options) (*kv.DB, error) {
 		closer.Close()
 	case !errors.Is(err, pebble.ErrNotFound):
 		db.Close()
-		cache.Unref()
+		e.cache.Unref()
 		return nil, fmt.Errorf("pebblekv: read version: %w", err)
 	}
+	if e.window > 0 && e.sync {
+		e.syncerOn.Add(1)
+		go e.syncer()
+	}
 	return kv.New(e, opts.KV), nil
+}
+
+// syncer makes relaxed commits durable within the window.
+func (e *engine) syncer() {
+	defer e.syncerOn.Done()
+	t := time.NewTicker(e.window)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+		}
+		if err := e.Sync(context.Background()); err != nil && !errors.Is(err, kv.ErrClosed) {
+			pebble.DefaultLogger.Errorf("pebblekv: background WAL sync: %v", err)
+		}
+	}
+}
+
+// Sync makes every commit acknowledged before it durable: one WAL fsync,
+// unless no sync was skipped since the last real one began. A commit whose
+// sync was skipped had its record written before the skip was counted, so
+// a real sync that starts after the count covers it.
+func (e *engine) Sync(ctx context.Context) error {
+	want := e.skipped.Load()
+	e.coverMu.Lock()
+	done := e.covered >= want
+	e.coverMu.Unlock()
+	if done {
+		return nil
+	}
+	e.life.RLock()
+	defer e.life.RUnlock()
+	if e.closed {
+		return kv.ErrClosed
+	}
+	e.durable.Add(1)
+	upTo := e.skipped.Load()
+	err := e.db.LogData(nil, pebble.Sync) // an empty record, synced
+	e.durable.Add(-1)
+	if err != nil {
+		return fmt.Errorf("pebblekv: WAL sync: %w", err)
+	}
+	e.coverMu.Lock()
+	e.covered = max(e.covered, upTo)
+	e.coverMu.Unlock()
+	return nil
 }
 
 func dataKey(k []byte) []byte {
@@ -157,12 +242,13 @@ func (e *engine) Commit(ctx context.Context, req *kv.CommitRequest) (int64, erro
 	var vb [8]byte
 	binary.BigEndian.PutUint64(vb[:], uint64(v))
 	batch.Set(versionKey, vb[:], nil)
-	var err error
-	if e.sync {
-		err = e.db.ApplyNoSyncWait(batch, pebble.Sync)
-	} else {
-		err = e.db.Apply(batch, pebble.NoSync)
+	// Every commit waits for its WAL record to be written; only a durable
+	// one makes that wait include the fsync (walfs.go).
+	if e.sync && !(req.Relaxed && e.window > 0) {
+		e.durable.Add(1)
+		defer e.durable.Add(-1)
 	}
+	err := e.db.ApplyNoSyncWait(batch, pebble.Sync)
 	if err != nil {
 		e.mu.Unlock()
 		return 0, kv.Wrap(kv.CodeMaybeCommitted, err, "pebble apply")
@@ -171,15 +257,25 @@ func (e *engine) Commit(ctx context.Context, req *kv.CommitRequest) (int64, erro
 	e.version = v
 	e.mu.Unlock()
 
-	if e.sync {
-		if err := batch.SyncWait(); err != nil {
-			return 0, kv.Wrap(kv.CodeMaybeCommitted, err, "pebble WAL sync")
-		}
+	if err := batch.SyncWait(); err != nil {
+		return 0, kv.Wrap(kv.CodeMaybeCommitted, err, "pebble WAL write")
 	}
 	return v, nil
 }
 
 func (e *engine) Close() error {
+	e.life.Lock()
+	if e.closed {
+		e.life.Unlock()
+		return nil
+	}
+	e.stopOnce.Do(func() { close(e.stop) })
+	e.life.Unlock()
+	e.syncerOn.Wait()
+	// A clean stop leaves nothing to a later crash.
+	if err := e.Sync(context.Background()); err != nil && !errors.Is(err, kv.ErrClosed) {
+		pebble.DefaultLogger.Errorf("pebblekv: WAL sync at close: %v", err)
+	}
 	e.life.Lock()
 	defer e.life.Unlock()
 	if e.closed {
