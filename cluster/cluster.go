@@ -62,7 +62,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		}
 	}()
 	if c.kv == nil {
-		db, err := pebblekv.Open(filepath.Join(cfg.Dir, "meta"), pebblekv.Options{NoSync: cfg.NoSync})
+		db, err := pebblekv.Open(filepath.Join(cfg.Dir, "meta"), pebblekv.Options{NoSync: cfg.NoSync, SyncWindow: cfg.SyncWindow})
 		if err != nil {
 			return nil, fmt.Errorf("cluster: metadata store: %w", err)
 		}

@@ -36,6 +36,14 @@ type Config struct {
 	// SegmentSize is the checksum granularity of the storage nodes' new
 	// disks (storaged.Config.SegmentSize; 0: the engine's default).
 	SegmentSize int
+	// SyncWindow bounds how long a mount's changes stay not durable
+	// (package durability): the storage nodes' (storaged.Config.SyncWindow)
+	// and, when the cluster opens it, the metadata store's
+	// (pebblekv.Options.SyncWindow). 0: every change durable when
+	// acknowledged.
+	SyncWindow time.Duration
+	// InlineMax is the storage nodes' (storaged.Config.InlineMax).
+	InlineMax int
 	// Token is the cluster token every peer presents; empty draws a random
 	// one for this run, unless InsecureNoToken asks for none at all.
 	Token           string

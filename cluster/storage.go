@@ -60,6 +60,7 @@ func (c *Cluster) StartNode(i int) error {
 	srv, err := storaged.New(storaged.Config{Node: n.ID, Addr: n.Addr, Disks: []string{n.Dir}, Routing: src, ClusterID: id,
 		Mgmtd: src.Mgmtd(), HeartbeatTimeout: c.cfg.HeartbeatTimeout, RPC: c.roleRPC(n.Name, "storaged"), NoSync: c.cfg.NoSync,
 		EncryptionKey: c.cfg.EncryptionKey, SegmentSize: c.cfg.SegmentSize, DiskFaults: &n.faults,
+		SyncWindow: c.cfg.SyncWindow, InlineMax: c.cfg.InlineMax,
 		ForwardTimeout: c.cfg.ForwardTimeout, ResyncBytesPerSec: c.cfg.ResyncBytesPerSec, Logger: c.cfg.Logger,
 		Registerer: c.Registerer("storaged")})
 	if err != nil {

@@ -21,6 +21,7 @@ var storagedMethods = []rpctest.Method{
 	rpctest.M[storageapi.ChunkRange](storageapi.MethodDumpChunkMeta),
 	rpctest.M[storageapi.StatsReq](storageapi.MethodStats),
 	rpctest.M[storageapi.SyncDoneReq](storageapi.MethodSyncDone),
+	rpctest.M[storageapi.SyncReq](storageapi.MethodSync),
 }
 
 func storagedMethod(m rpc.Method) uint8 {
@@ -97,6 +98,7 @@ func FuzzStoragedHandlers(f *testing.F) {
 	add(storageapi.MethodQueryLastChunk, &storageapi.ChunkRange{Chain: 2, ChainVer: 1, Begin: begin, End: end}, nil)
 	add(storageapi.MethodDumpChunkMeta, &storageapi.ChunkRange{Chain: 1, Begin: begin}, nil)
 	add(storageapi.MethodStats, &storageapi.StatsReq{}, nil)
+	add(storageapi.MethodSync, &storageapi.SyncReq{}, nil)
 	add(storageapi.MethodSyncDone, &storageapi.SyncDoneReq{Chain: 2, ChainVer: 1, Target: uint32(c.Nodes[0].Targets[1].ID)}, nil)
 	f.Add(storagedMethod(storageapi.MethodWrite), enc(&storageapi.WriteReq{Key: head, Kind: storageapi.KindWrite, Offset: 1 << 16, ChunkSize: 1 << 17}), data, true)
 

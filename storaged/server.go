@@ -37,6 +37,15 @@ type Config struct {
 	RPC rpc.Options
 	// NoSync acknowledges updates before data and metadata reach the disk.
 	NoSync bool
+	// SyncWindow bounds how long a relaxed update (a mount's) stays not
+	// durable: every disk syncs this often while one waits; fsync(2) on the
+	// mount syncs at once (MethodSync). 0: every update is durable when
+	// acknowledged.
+	SyncWindow time.Duration
+	// InlineMax: chunks of at most this many bytes keep their content in the
+	// disk's metadata store (engine.Options.InlineMax; 0: the default of
+	// 16 KiB; negative: none).
+	InlineMax int
 	// EncryptionKey (32 bytes) keeps chunk content encrypted on the disks
 	// (engine.Options.EncryptionKey): decided when a disk is created, and
 	// reported to mgmtd with each disk (DiskReport.Encrypted).
@@ -146,7 +155,8 @@ func New(cfg Config) (*Server, error) {
 				return nil, fmt.Errorf("storaged: %w", err)
 			}
 		}
-		e, err := engine.Open(dir, engine.Options{Sync: !cfg.NoSync, Logger: s.log, EncryptionKey: cfg.EncryptionKey, SegmentSize: cfg.SegmentSize, Faults: cfg.DiskFaults})
+		e, err := engine.Open(dir, engine.Options{Sync: !cfg.NoSync, SyncWindow: cfg.SyncWindow, InlineMax: cfg.InlineMax,
+			Logger: s.log, EncryptionKey: cfg.EncryptionKey, SegmentSize: cfg.SegmentSize, Faults: cfg.DiskFaults})
 		if err != nil {
 			s.closeEngines()
 			return nil, fmt.Errorf("storaged: open disk %s: %w", dir, err)
@@ -183,6 +193,7 @@ func New(cfg Config) (*Server, error) {
 	rpc.Handle(s.rpc, storageapi.MethodDumpChunkMeta, s.handleDumpChunkMeta)
 	rpc.Handle(s.rpc, storageapi.MethodStats, s.handleStats)
 	rpc.Handle(s.rpc, storageapi.MethodSyncDone, s.handleSyncDone)
+	rpc.Handle(s.rpc, storageapi.MethodSync, s.handleSync)
 	bg, stop := context.WithCancel(context.Background())
 	s.bg, s.stopBg = bg, stop
 	s.started = uint64(time.Now().UnixNano())

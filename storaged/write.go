@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/durability"
 	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
@@ -203,7 +204,7 @@ func markOf(eng *engine.Engine, k engine.Key) (chunkMark, error) {
 // updateHeld runs the update; the caller holds the chunk's lock. took reports
 // whether a failed update may still have taken effect: it was applied here, or
 // a removal was sent down the chain.
-func (s *Server) updateHeld(_ context.Context, t *target, req *storageapi.WriteReq, data []byte) (_ *storageapi.WriteResp, took bool, _ error) {
+func (s *Server) updateHeld(ctx context.Context, t *target, req *storageapi.WriteReq, data []byte) (_ *storageapi.WriteResp, took bool, _ error) {
 	k := t.key(req.Key.Chunk)
 	// Routing may have moved while we waited for the lock.
 	_, _, chain, err := s.route(req.Key.Chain, req.Key.ChainVer)
@@ -219,8 +220,14 @@ func (s *Server) updateHeld(_ context.Context, t *target, req *storageapi.WriteR
 	// predecessor's timeout): abandoning it would leave it pending here but
 	// perhaps committed below, and the client's retry would then apply it a
 	// second time under a new version.
+	// A relaxed update (a mount's) is relaxed on every replica; the client
+	// syncs them at fsync (storageapi's Sync).
+	relaxed := durability.IsRelaxed(ctx) && s.cfg.SyncWindow > 0
 	fctx, cancel := context.WithTimeout(s.bg, s.cfg.ForwardTimeout)
 	defer cancel()
+	if relaxed {
+		fctx = durability.Relaxed(fctx)
+	}
 	if req.Kind == storageapi.KindRemove {
 		if err := s.forward(fctx, t, req, nil, craq.Decision{}); err != nil {
 			return nil, true, err
@@ -271,7 +278,7 @@ func (s *Server) updateHeld(_ context.Context, t *target, req *storageapi.WriteR
 		}
 		u := engine.Update{Offset: req.Offset, Data: data, Length: req.Length, ChunkSize: req.ChunkSize,
 			Replace: req.Kind == storageapi.KindReplace, Truncate: req.Kind == storageapi.KindTruncate,
-			ChainVer: chain.Version, UpdateVer: d.Version, CommitVer: commit}
+			ChainVer: chain.Version, UpdateVer: d.Version, CommitVer: commit, Relaxed: relaxed}
 		if meta, err = t.eng.Apply(k, u); err != nil {
 			return nil, false, err
 		}
@@ -280,7 +287,7 @@ func (s *Server) updateHeld(_ context.Context, t *target, req *storageapi.WriteR
 		return nil, true, err
 	}
 	if craq.ShouldCommit(craq.Local{Exists: true, CommitVer: meta.CommitVer, UpdateVer: meta.UpdateVer}, d.Version) {
-		if meta, err = t.eng.Commit(k, d.Version, chain.Version); err != nil {
+		if meta, err = t.eng.Commit(k, d.Version, chain.Version, relaxed); err != nil {
 			return nil, true, err
 		}
 	}

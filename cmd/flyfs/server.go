@@ -47,6 +47,7 @@ type serverOptions struct {
 	trashDays            int
 	encryptionKeyFile    string
 	checksumSegment      string
+	storage              storageDurability
 	obs                  observeOptions
 	logOut               io.Writer // the log (nil: stderr)
 }
@@ -97,6 +98,7 @@ its own subcommand and talks to the others over loopback. Restarting on the same
 	f.IntVar(&o.trashDays, "trash-days", 0, "keep removed files and trees in /.flyfs-trash this many days, restorable with flyfs admin trash (0: no trash)")
 	f.StringVar(&o.encryptionKeyFile, "encryption-key-file", "", encryptionKeyHelp)
 	f.StringVar(&o.checksumSegment, "checksum-segment", "4KiB", segmentHelp)
+	o.storage.addFlags(f)
 	addObserveFlags(f, &o.obs)
 	f.Lookup("metrics-addr").Usage = "serve every role's Prometheus metrics, labelled role=<mgmtd, metad, storaged, client, gateway>, at http://ADDR/metrics (empty: no metrics)"
 	return cmd
@@ -143,13 +145,17 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	inline, err := o.storage.inline()
+	if err != nil {
+		return err
+	}
 	db, err := kvopen.Open(ctx, o.kvc)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	c, err := cluster.Start(ctx, cluster.Config{Dir: o.dataDir, KV: db, NoSync: o.noSync, Token: token, InsecureNoToken: token == "",
-		EncryptionKey: encKey, SegmentSize: segment,
+		EncryptionKey: encKey, SegmentSize: segment, SyncWindow: o.storage.syncWindow, InlineMax: inline,
 		MgmtdAddrs: []string{o.mgmtdAddr}, Nodes: o.disks, Chains: o.chains, Replicas: o.replicas,
 		Metads: 1, MetadAddrs: []string{o.metadAddr}, RPCLimits: o.rpc, GCGrace: graceOption(o.gcGrace), TrashDays: o.trashDays, Logger: log,
 		Metrics: obs.reg, Local: true})

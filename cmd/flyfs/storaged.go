@@ -36,6 +36,7 @@ func storagedCmd() *cobra.Command {
 		resyncRate  int64
 		keyFile     string
 		segmentFlag string
+		dur         storageDurability
 		faultsFile  string
 		obsOpts     observeOptions
 	)
@@ -86,6 +87,10 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 			if err != nil {
 				return err
 			}
+			inline, err := dur.inline()
+			if err != nil {
+				return err
+			}
 			encKey, err := readEncryptionKey(keyFile)
 			if err != nil {
 				return err
@@ -99,7 +104,8 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 			}
 			cfg := storaged.Config{Node: routing.NodeID(node), Addr: advertise, Disks: disks, Targets: tcs,
 				RPC: withLimits(rpc.Options{Token: token, Logger: log, Registerer: reg}, limits), NoSync: noSync, Logger: log,
-				HeartbeatTimeout: hbTimeout, ResyncBytesPerSec: resyncRate, Registerer: reg, EncryptionKey: encKey, SegmentSize: segment}
+				HeartbeatTimeout: hbTimeout, ResyncBytesPerSec: resyncRate, Registerer: reg, EncryptionKey: encKey, SegmentSize: segment,
+				SyncWindow: dur.syncWindow, InlineMax: inline}
 			if faultsFile != "" {
 				cfg.DiskFaults = &engine.Faults{}
 				fctx, stop := context.WithCancel(cmd.Context())
@@ -172,6 +178,7 @@ chains, target states) comes from --routing-file, a JSON file re-read when it ch
 	f.Int64Var(&resyncRate, "resync-rate", 256<<20, "recovery throttle in bytes per second")
 	f.StringVar(&keyFile, "encryption-key-file", "", encryptionKeyHelp)
 	f.StringVar(&segmentFlag, "checksum-segment", "4KiB", segmentHelp)
+	dur.addFlags(f)
 	f.StringVar(&faultsFile, "disk-faults-file", "", diskFaultsHelp)
 	addObserveFlags(f, &obsOpts)
 	return cmd

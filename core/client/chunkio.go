@@ -43,6 +43,7 @@ type ChunkIO struct {
 	hedge  atomic.Pointer[hedger]
 
 	suspects suspects // storage nodes this client recently failed to reach
+	unsynced unsynced // chains with relaxed updates (durability.go)
 
 	retries      atomic.Uint64 // attempts repeated after a retryable error
 	relayed      atomic.Uint64 // updates that entered their chain through a relay
@@ -112,6 +113,7 @@ func (c *ChunkIO) Write(ctx context.Context, chain routing.ChainID, chunk layout
 // Update sends an update to the chain's head and retries it, with the same
 // tag, through stale routing, head changes and unreachable nodes.
 func (c *ChunkIO) Update(ctx context.Context, u Update) (storageapi.ChunkMeta, error) {
+	c.noteUpdate(ctx, u.Chain)
 	ch := c.acquire()
 	defer c.release(ch)
 	ch.seq++

@@ -254,9 +254,13 @@ func (f *File) reportInBackground() {
 	f.mu.Unlock()
 }
 
-// Sync makes the file's length and version durable in metad (fsync): data
-// is already durable on every replica when WriteAt returns.
+// Sync makes the file's data durable on every replica (relaxed writes are
+// acknowledged before: durability.go) and its length and version in metad
+// (fsync).
 func (f *File) Sync(ctx context.Context) error {
+	if err := f.fs.chunks.Sync(ctx); err != nil {
+		return pathErr("fsync", f.path, err)
+	}
 	if f.session == nil {
 		return nil
 	}

@@ -31,6 +31,8 @@ type ClusterConfig struct {
 	KV *kv.DB
 	// EncryptionKey encrypts the storage nodes' chunk content at rest.
 	EncryptionKey []byte
+	// SyncWindow is the storage nodes' (storaged.Config.SyncWindow).
+	SyncWindow time.Duration
 }
 
 func (cfg *ClusterConfig) defaults() {
@@ -50,7 +52,7 @@ func (cfg *ClusterConfig) defaults() {
 
 // config is the in-process cluster's configuration for cfg.
 func (cfg ClusterConfig) config(dir string, net *Network) cluster.Config {
-	return cluster.Config{Dir: dir, KV: cfg.KV, NoSync: cfg.NoSync, Token: "cluster-token", EncryptionKey: cfg.EncryptionKey,
+	return cluster.Config{Dir: dir, KV: cfg.KV, NoSync: cfg.NoSync, Token: "cluster-token", EncryptionKey: cfg.EncryptionKey, SyncWindow: cfg.SyncWindow,
 		Mgmtds: cfg.Mgmtds, HeartbeatTimeout: cfg.T, ScanInterval: cfg.T / 6,
 		Nodes: cfg.Nodes, Chains: cfg.Chains, Replicas: cfg.Replicas,
 		ForwardTimeout: 2 * cfg.T, ResyncBytesPerSec: cfg.ResyncBytesPerSec,

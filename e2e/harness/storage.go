@@ -47,6 +47,9 @@ type StorageConfig struct {
 	NoSync   bool // skip fsyncs (faster tests; crash tests keep them)
 	// ForwardTimeout of each storaged (default 10 s).
 	ForwardTimeout time.Duration
+	// SyncWindow of each storaged (0: every update durable when
+	// acknowledged; relaxed ones wait that long for a background sync).
+	SyncWindow time.Duration
 	// Logger receives the services' logs, their RPC servers' included
 	// (default: dropped, or stderr with FLYFS_TEST_LOG set).
 	Logger *slog.Logger
@@ -140,7 +143,7 @@ func (c *StorageCluster) Start(i int) error {
 		return fmt.Errorf("node %s is running", n.Name)
 	}
 	srv, err := storaged.New(storaged.Config{Node: n.ID, Disks: []string{n.Dir}, Targets: n.Targets, Routing: c.Routing,
-		RPC: c.rpcOptions(n.Name), NoSync: c.cfg.NoSync, ForwardTimeout: c.cfg.ForwardTimeout, Logger: c.log})
+		RPC: c.rpcOptions(n.Name), NoSync: c.cfg.NoSync, ForwardTimeout: c.cfg.ForwardTimeout, SyncWindow: c.cfg.SyncWindow, Logger: c.log})
 	if err != nil {
 		return err
 	}

@@ -26,8 +26,17 @@ func TestFsyncMakesMountChangesDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	_, m := mountClusterWith(t, harness.FSConfig{MetaKV: db}, Options{})
+	c, m := mountClusterWith(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{SyncWindow: time.Hour}, MetaKV: db}, Options{})
 	d := m.Dir()
+	// unsynced reports whether the storage node holds relaxed writes.
+	unsynced := func() bool {
+		for _, e := range c.C.Storage(0).Engines() {
+			if e.Stats().Unsynced {
+				return true
+			}
+		}
+		return false
+	}
 
 	// afterCrash reports what a machine crash now leaves at path: its
 	// length, or -1 if it is gone.
@@ -62,6 +71,9 @@ func TestFsyncMakesMountChangesDurable(t *testing.T) {
 	if n := afterCrash("/dir/f"); n != -1 {
 		t.Fatalf("a file written and closed (no fsync) survived a crash that keeps only synced bytes (length %d): the mount's changes are not relaxed", n)
 	}
+	if !unsynced() {
+		t.Fatal("the file's bytes were synced on the storage node before any fsync: the mount's writes are not relaxed")
+	}
 	f, err := os.Open(p) // fsync through a read-only descriptor syncs too
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +84,9 @@ func TestFsyncMakesMountChangesDurable(t *testing.T) {
 	f.Close()
 	if n := afterCrash("/dir/f"); n != 12 {
 		t.Fatalf("after fsync a crash leaves /dir/f with length %d, want 12", n)
+	}
+	if unsynced() {
+		t.Fatal("after fsync the storage node still holds the file's bytes unsynced")
 	}
 
 	if err := os.Rename(p, filepath.Join(d, "dir", "g")); err != nil {

@@ -511,7 +511,7 @@ func (f *fileSystem) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status
 			return f.status(ctx, "fsync", err)
 		}
 	}
-	return f.status(ctx, "fsync", f.meta.Sync(ctx))
+	return f.status(ctx, "fsync", f.fs.Sync(ctx))
 }
 
 func (f *fileSystem) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {

@@ -30,7 +30,7 @@ func mountClusterWith(t *testing.T, cfg harness.FSConfig, opts Options) (*harnes
 		t.Skip("no /dev/fuse: FUSE tests need the fuse kernel module")
 	}
 	t.Setenv("AWS_CA_BUNDLE", "")
-	cfg.ClusterConfig = harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 4, NoSync: true}
+	cfg.ClusterConfig = harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 4, NoSync: true, SyncWindow: cfg.SyncWindow}
 	c := harness.StartFS(t, cfg)
 	dir := t.TempDir()
 	opts.AllowOther = true

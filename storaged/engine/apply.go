@@ -17,6 +17,9 @@ type Update struct {
 	ChunkSize uint32 // must match the chunk's ChunkSize if it exists (else ErrChunkSizeMismatch); a new chunk takes it
 	// The versions to record with the new content (CommitVer <= UpdateVer).
 	ChainVer, UpdateVer, CommitVer uint32
+	// Relaxed: the update may return before its metadata write is durable
+	// (a block's content is still synced first); Engine.Sync makes it so.
+	Relaxed bool
 }
 
 func validateUpdate(u *Update) error {
@@ -58,6 +61,8 @@ const (
 	modeCut                     // shrink within the block: new record, same block
 	modeAppend                  // write past the end within the block, in place
 	modeCOW                     // new content in a new block
+	modeInline                  // new content inline (inline.go)
+	modeSpill                   // inline content outgrown: into a new block
 )
 
 // Apply changes k's content and records the update's versions, atomically:
@@ -143,6 +148,7 @@ func (e *Engine) apply(k Key, cur *version, u *Update) (Meta, error) {
 
 	newClass := classFor(uint32(c.newLen))
 	var curBlk *block
+	curInline := cur != nil && cur.inline
 	if cur != nil {
 		curBlk = cur.blk
 	}
@@ -151,12 +157,16 @@ func (e *Engine) apply(k Key, cur *version, u *Update) (Meta, error) {
 	switch {
 	case c.newLen == 0:
 		mode = modeEmpty
-	case c.first < 0 && c.newLen == oldLen && curBlk != nil:
+	case c.first < 0 && c.newLen == oldLen && (curBlk != nil || curInline):
 		mode = modeMeta
 	case sameBlock && c.newLen < oldLen:
 		mode = modeCut
 	case sameBlock && dlo >= oldLen && curBlk.written == uint32(oldLen):
 		mode = modeAppend
+	case e.inlineFits(c.newLen) && (curBlk == nil || u.Replace):
+		mode = modeInline
+	case curInline && !u.Replace:
+		mode = modeSpill
 	default:
 		mode = modeCOW
 	}
@@ -166,11 +176,12 @@ func (e *Engine) apply(k Key, cur *version, u *Update) (Meta, error) {
 		copy(crcs, cur.crcs)
 	}
 	rec := record{loc: blockLoc{class: noClass}}
+	var inline []byte // modeInline's content
 	var err error
 	switch mode {
 	case modeMeta:
 		crcs = cur.crcs
-		rec.loc = curBlk.loc
+		rec.loc = cur.loc()
 	case modeEmpty:
 		crcs = nil
 	case modeCut:
@@ -181,6 +192,17 @@ func (e *Engine) apply(k Key, cur *version, u *Update) (Meta, error) {
 		err = e.appendInPlace(cur, &c, crcs)
 	case modeCOW:
 		rec.loc, err = e.writeCOW(k, cur, &c, newClass, crcs)
+	case modeInline:
+		rec.loc = blockLoc{class: inlineClass}
+		if e.ciph != nil {
+			rec.loc.iv, err = newIV()
+		}
+		if err == nil {
+			inline, err = e.newInlineContent(k, cur, &c)
+			crcs = e.segmentCRCs(inline)
+		}
+	case modeSpill:
+		rec.loc, err = e.writeSpilled(k, cur, &c, newClass, crcs)
 	}
 	if err != nil {
 		return Meta{}, err
@@ -190,8 +212,9 @@ func (e *Engine) apply(k Key, cur *version, u *Update) (Meta, error) {
 		ChainVer: u.ChainVer, CommitVer: u.CommitVer, UpdateVer: u.UpdateVer,
 		Len: uint32(c.newLen), ChunkSize: u.ChunkSize, Checksum: chunkChecksum(uint32(c.newLen), crcs, e.seg),
 	}
-	if err := e.persist(k, &rec); err != nil {
-		if mode == modeCOW {
+	w := recordWrite{inline: inline, dropInline: curInline && mode != modeInline && mode != modeMeta, relaxed: u.Relaxed}
+	if err := e.persist(k, &rec, w); err != nil {
+		if mode == modeCOW || mode == modeSpill {
 			e.alloc.free(rec.loc)
 		}
 		return Meta{}, err
@@ -199,7 +222,7 @@ func (e *Engine) apply(k Key, cur *version, u *Update) (Meta, error) {
 
 	nv := &version{meta: rec.meta, crcs: crcs}
 	switch mode {
-	case modeCOW:
+	case modeCOW, modeSpill:
 		nv.blk = &block{loc: rec.loc, written: uint32(c.newLen)}
 		nv.blk.refs.Store(1)
 	case modeAppend:
@@ -207,6 +230,9 @@ func (e *Engine) apply(k Key, cur *version, u *Update) (Meta, error) {
 		curBlk.written = uint32(c.newLen)
 	case modeMeta, modeCut:
 		nv.blk = curBlk
+		nv.inline, nv.iv = cur.inline, cur.iv
+	case modeInline:
+		nv.inline, nv.iv = true, rec.loc.iv
 	}
 	e.install(k, nv)
 	if curBlk != nil && nv.blk != curBlk {
@@ -215,6 +241,12 @@ func (e *Engine) apply(k Key, cur *version, u *Update) (Meta, error) {
 	if cur == nil {
 		e.chunks.Add(1)
 		e.clearBad(k)
+	}
+	switch {
+	case nv.inline && !curInline:
+		e.inlineChunks.Add(1)
+	case curInline && !nv.inline:
+		e.inlineChunks.Add(-1)
 	}
 	e.usedBytes.Add(c.newLen - oldLen)
 	return rec.meta, nil

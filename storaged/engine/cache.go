@@ -25,7 +25,22 @@ type block struct {
 type version struct {
 	meta Meta
 	crcs []uint32 // never modified after publication; shared between versions
-	blk  *block   // nil iff meta.Len == 0
+	blk  *block   // nil iff meta.Len == 0 or the content is inline
+	// inline: the content is in the metadata store (inline.go), encrypted
+	// under iv on an encrypted disk.
+	inline bool
+	iv     [16]byte
+}
+
+// loc is where the version's record says its content is.
+func (v *version) loc() blockLoc {
+	switch {
+	case v.blk != nil:
+		return v.blk.loc
+	case v.inline:
+		return blockLoc{class: inlineClass, iv: v.iv}
+	}
+	return blockLoc{class: noClass}
 }
 
 const (

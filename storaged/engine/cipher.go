@@ -108,7 +108,7 @@ func (e *Engine) checkKey(key []byte) error {
 		if !e.holdsNoChunk() {
 			return fmt.Errorf("engine: %s was created without encryption and holds plain chunks; a key applies to a new disk: %w", e.dir, ErrKey)
 		}
-		if err := e.db.Set(keyCheckKey, want, pebble.Sync); err != nil {
+		if err := e.setDurable(keyCheckKey, want); err != nil {
 			return fmt.Errorf("engine: write the key check: %w", err)
 		}
 		return nil

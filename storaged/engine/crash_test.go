@@ -16,7 +16,9 @@ import (
 )
 
 // The crash test re-executes the test binary as a child that hammers an
-// engine (Sync on) from several goroutines and prints, per update,
+// engine (Sync on, small chunks inline) from several goroutines, half its
+// updates and commits relaxed (a process crash must keep those too), and
+// prints, per update,
 //
 //	S <key> <op> <ver> <cver> <off> <n> <seed>   before the call
 //	A <key> <op> <ver> <cver> <off> <n> <seed>   after it returned
@@ -44,7 +46,7 @@ func TestMain(m *testing.M) {
 func crashKey(i int) Key { return tkey(uint32(1+i%3), uint64(i/8), uint64(i%8)) }
 
 func crashOptions() Options {
-	return Options{Sync: true, GroupBlocks: 16, MaxGroupBytes: 64 << 20, ReserveBytes: -1, EncryptionKey: suiteKey()}
+	return Options{Sync: true, GroupBlocks: 16, MaxGroupBytes: 64 << 20, ReserveBytes: -1, EncryptionKey: suiteKey(), InlineMax: 16 << 10}
 }
 
 type crashOp struct {
@@ -85,7 +87,7 @@ func parseCrashOp(fields []string) (crashOp, error) {
 
 // update converts a data op into the engine update (shared by child and model).
 func (o crashOp) update(round uint32) Update {
-	u := Update{ChunkSize: crashCS, ChainVer: round, UpdateVer: o.ver, CommitVer: o.cver}
+	u := Update{ChunkSize: crashCS, ChainVer: round, UpdateVer: o.ver, CommitVer: o.cver, Relaxed: o.relaxed()}
 	switch o.op {
 	case 'W':
 		u.Offset, u.Data = uint32(o.off), pattern(o.seed, o.n)
@@ -96,6 +98,9 @@ func (o crashOp) update(round uint32) Update {
 	}
 	return u
 }
+
+// relaxed: half the updates and commits are relaxed.
+func (o crashOp) relaxed() bool { return o.seed%2 == 1 }
 
 func (o crashOp) applyTo(m *model, round uint32) {
 	switch o.op {
@@ -182,7 +187,7 @@ func crashChild() {
 					err = e.Remove(crashKey(i))
 					s.exists, s.length = false, 0
 				case 'C':
-					_, err = e.Commit(crashKey(i), o.cver, round)
+					_, err = e.Commit(crashKey(i), o.cver, round, o.relaxed())
 				default:
 					var m Meta
 					m, err = e.Apply(crashKey(i), o.update(round))
@@ -271,8 +276,12 @@ func TestCrashRecovery(t *testing.T) {
 		for _, c := range st.Classes {
 			blocks += c.UsedBlocks
 		}
-		for _, m := range models {
-			if m.meta.Len > 0 {
+		inline := 0
+		for i, m := range models {
+			switch {
+			case m.meta.Len > 0 && e.current(crashKey(i)).inline:
+				inline++
+			case m.meta.Len > 0:
 				want++
 			}
 		}
@@ -283,7 +292,7 @@ func TestCrashRecovery(t *testing.T) {
 		if err := e.Close(); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("round %d: %d acked, %d in flight at kill, %d of them landed, %d chunks", round, acked, len(inflight), landed, st.Chunks)
+		t.Logf("round %d: %d acked, %d in flight at kill, %d of them landed, %d chunks (%d inline)", round, acked, len(inflight), landed, st.Chunks, inline)
 	}
 	if totalAcked == 0 {
 		t.Fatal("children acknowledged nothing")

@@ -23,7 +23,7 @@ type Engine struct {
 	opts  Options
 	log   *slog.Logger
 	db    *pebble.DB
-	wopts *pebble.WriteOptions
+	wal   pebblekv.WALSync // relaxed writes skip the WAL fsync
 	alloc *allocator
 	ciph  *contentCipher // nil: a plain disk
 
@@ -51,7 +51,12 @@ type Engine struct {
 	bad   map[Key]error
 	nbad  atomic.Int32
 
+	stop     chan struct{} // ends the syncer
+	stopOnce sync.Once
+	syncerOn sync.WaitGroup
+
 	chunks         atomic.Int64
+	inlineChunks   atomic.Int64
 	usedBytes      atomic.Int64
 	checksumErrors atomic.Int64
 	corruptRecords atomic.Int64
@@ -65,10 +70,6 @@ func Open(dir string, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: open %s: %w", dir, err)
 	}
 	e := &Engine{dir: dir, opts: opts, log: opts.Logger.With("engine", dir), bad: map[Key]error{}}
-	e.wopts = pebble.NoSync
-	if opts.Sync {
-		e.wopts = pebble.Sync
-	}
 	for i := range e.shards {
 		e.shards[i].m = map[Key]*version{}
 	}
@@ -76,6 +77,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		Logger:       pebblekv.QuietLogger{},
 		CacheSize:    opts.MetaCacheSize,
 		MemTableSize: opts.MetaMemTableSize,
+		FS:           e.wal.FS(nil),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("engine: open metadata in %s: %w", dir, err)
@@ -102,7 +104,28 @@ func Open(dir string, opts Options) (*Engine, error) {
 		db.Close()
 		return nil, err
 	}
+	e.stop = make(chan struct{})
+	if opts.Sync && opts.SyncWindow > 0 {
+		e.syncerOn.Add(1)
+		go e.syncer()
+	}
 	return e, nil
+}
+
+// syncer makes relaxed writes durable within the sync window.
+func (e *Engine) syncer() {
+	defer e.syncerOn.Done()
+	pebblekv.SyncEvery(e.opts.SyncWindow, e.stop, func() {
+		if err := e.Sync(); err != nil && !errors.Is(err, ErrClosed) {
+			e.log.Error("engine: background sync", "err", err)
+		}
+	})
+}
+
+// setDurable writes one metadata key, synced.
+func (e *Engine) setDurable(key, val []byte) error {
+	defer e.wal.Durable()()
+	return e.db.Set(key, val, pebble.Sync)
 }
 
 // checkFormat reads the disk's format, or writes it on a new disk: the
@@ -118,7 +141,7 @@ func (e *Engine) checkFormat() error {
 		}
 		val := binary.LittleEndian.AppendUint32(nil, formatVersion)
 		val = binary.LittleEndian.AppendUint32(val, uint32(e.opts.SegmentSize))
-		if err := e.db.Set(formatKey, val, pebble.Sync); err != nil {
+		if err := e.setDurable(formatKey, val); err != nil {
 			return fmt.Errorf("engine: write format version: %w", err)
 		}
 		e.seg = int64(e.opts.SegmentSize)
@@ -176,6 +199,13 @@ func (e *Engine) load() error {
 			continue
 		}
 		var b *block
+		if r.loc.class == inlineClass {
+			e.shard(k).m[k] = &version{meta: r.meta, crcs: r.crcs, inline: true, iv: r.loc.iv}
+			e.chunks.Add(1)
+			e.inlineChunks.Add(1)
+			e.usedBytes.Add(int64(r.meta.Len))
+			continue
+		}
 		if r.meta.Len > 0 {
 			if err := e.alloc.markUsed(r.loc); err != nil {
 				if other, ok := owner[r.loc.place()]; ok {
@@ -234,6 +264,12 @@ func (e *Engine) clearBad(k Key) {
 // Close closes the engine. It waits for running updates; Handles still open
 // fail their reads with ErrClosed.
 func (e *Engine) Close() error {
+	e.stopOnce.Do(func() { close(e.stop) })
+	e.syncerOn.Wait()
+	// A clean stop leaves nothing relaxed to a later crash.
+	if err := e.Sync(); err != nil && !errors.Is(err, ErrClosed) {
+		e.log.Error("engine: sync at close", "err", err)
+	}
 	e.life.Lock()
 	defer e.life.Unlock()
 	if e.closed.Swap(true) {
@@ -298,6 +334,17 @@ func (e *Engine) Get(k Key) (*Handle, error) {
 			return nil, fmt.Errorf("engine: get %v: %w", k, err)
 		}
 		return nil, fmt.Errorf("engine: get %v: %w", k, ErrNotFound)
+	}
+	if v.inline {
+		if err := e.begin(); err != nil {
+			return nil, err
+		}
+		defer e.end()
+		v, content, err := e.inlineHandleContent(k, v)
+		if err != nil {
+			return nil, err
+		}
+		return &Handle{e: e, key: k, v: v, content: content}, nil
 	}
 	return &Handle{e: e, key: k, v: v}, nil
 }

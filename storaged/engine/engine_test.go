@@ -192,7 +192,7 @@ func TestCommitOnlyVersions(t *testing.T) {
 	data := pattern(1, 70<<10)
 	m0 := mustApply(t, e, k, Update{Data: data, ChunkSize: 1 << 20, ChainVer: 1, UpdateVer: 2, CommitVer: 1})
 	loc := e.current(k).blk.loc
-	m1, err := e.Commit(k, 2, 7)
+	m1, err := e.Commit(k, 2, 7, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,10 +205,10 @@ func TestCommitOnlyVersions(t *testing.T) {
 	if gm != want || !bytes.Equal(got, data) || e.current(k).blk.loc != loc {
 		t.Fatalf("commit changed content or block")
 	}
-	if _, err := e.Commit(k, 3, 7); !errors.Is(err, ErrInvalid) {
+	if _, err := e.Commit(k, 3, 7, false); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("commit beyond update version: %v", err)
 	}
-	if _, err := e.Commit(tkey(2, 5, 2), 1, 1); !errors.Is(err, ErrNotFound) {
+	if _, err := e.Commit(tkey(2, 5, 2), 1, 1, false); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("commit of missing chunk: %v", err)
 	}
 }
@@ -501,7 +501,7 @@ func TestBadInputs(t *testing.T) {
 	if err := e.Remove(k); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Remove after Close: %v", err)
 	}
-	if _, err := e.Commit(k, 0, 0); !errors.Is(err, ErrClosed) {
+	if _, err := e.Commit(k, 0, 0, false); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Commit after Close: %v", err)
 	}
 }
@@ -537,7 +537,7 @@ func TestRandomAgainstModel(t *testing.T) {
 		}
 		if r.IntN(5) == 0 && models[j].exists {
 			cv := models[j].meta.UpdateVer
-			if _, err := e.Commit(keys[j], cv, 2); err != nil {
+			if _, err := e.Commit(keys[j], cv, 2, false); err != nil {
 				t.Fatal(err)
 			}
 			models[j].commit(cv, 2)

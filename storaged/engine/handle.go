@@ -15,6 +15,7 @@ type Handle struct {
 	e        *Engine
 	key      Key
 	v        *version
+	content  []byte // an inline version's content, verified when loaded
 	released atomic.Bool
 }
 
@@ -58,7 +59,9 @@ func (h *Handle) ReadAt(p []byte, off int64) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	if err := h.e.readVerified(h.key, h.v, p[:n], off); err != nil {
+	if h.v.inline {
+		copy(p[:n], h.content[off:])
+	} else if err := h.e.readVerified(h.key, h.v, p[:n], off); err != nil {
 		clear(p[:n])
 		return 0, err
 	}
@@ -164,7 +167,7 @@ func (h *Handle) Verify() error {
 		return fmt.Errorf("engine: verify %v: %w: handle released", h.key, ErrInvalid)
 	}
 	size := int64(h.v.meta.Len)
-	if size == 0 {
+	if size == 0 || h.v.inline { // inline content was verified when loaded
 		return nil
 	}
 	bp := verifyPool.Get().(*[]byte)

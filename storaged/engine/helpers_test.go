@@ -11,11 +11,12 @@ import (
 	"github.com/flyfs/flyfs/core/layout"
 )
 
-// testOptions keep preallocation small so tests do not eat the disk. Under
+// testOptions keep preallocation small so tests do not eat the disk, and
+// keep every chunk in a block (inline_test.go tests inline chunks). Under
 // TestSuiteEncrypted (FLYFS_ENGINE_TEST_KEY set) every test's disk is an
 // encrypted one.
 func testOptions() Options {
-	return Options{GroupBlocks: 8, MaxGroupBytes: 64 << 20, ReserveBytes: -1, EncryptionKey: suiteKey()}
+	return Options{GroupBlocks: 8, MaxGroupBytes: 64 << 20, ReserveBytes: -1, EncryptionKey: suiteKey(), InlineMax: -1}
 }
 
 // suiteKey is the key the whole suite runs under (nil: plain disks).

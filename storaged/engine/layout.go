@@ -31,6 +31,12 @@ const (
 
 	// noClass marks a record without a block (an empty chunk).
 	noClass = 0xFF
+	// inlineClass marks a record whose content is inline (inline.go).
+	inlineClass = 0xFE
+	// MaxInline bounds an inline chunk's length; DefaultInlineMax is
+	// Options.InlineMax's default.
+	MaxInline        = MinBlockSize
+	DefaultInlineMax = 16 << 10
 )
 
 // Key is the engine-wide identity of a chunk.

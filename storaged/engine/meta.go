@@ -21,6 +21,7 @@ func (m Meta) Pending() bool { return m.UpdateVer != m.CommitVer }
 // Pebble key space (1-byte prefixes):
 //
 //	'c' chain(u32 BE) chunk(16 B)  -> record
+//	'i' chain(u32 BE) chunk(16 B)  -> an inline chunk's content (inline.go)
 //	'v'                            -> format: version (u32 LE); version 2
 //	                                  then the segment size (u32 LE),
 //	                                  version 1 has 64 KiB segments
@@ -60,7 +61,9 @@ func decodeKey(b []byte) (Key, bool) {
 //   - len(crcs) == segCount(meta.Len, seg), crcs[i] is the CRC32C of content
 //     bytes [i*seg, min((i+1)*seg, Len)), seg the disk's segment size;
 //   - meta.Checksum == chunkChecksum(meta.Len, crcs, seg);
-//   - meta.Len == 0 <=> loc.class == noClass; otherwise Len <= blockSize(class);
+//   - meta.Len == 0 <=> loc.class == noClass; otherwise Len <= blockSize(class),
+//     or loc.class == inlineClass and Len <= MaxInline (the content is the
+//     'i' value of the same chunk key: inline.go);
 //   - 0 < ChunkSize <= MaxChunkSize, Len <= ChunkSize, CommitVer <= UpdateVer.
 type record struct {
 	meta Meta
@@ -159,6 +162,12 @@ func (r *record) validate(seg int64) error {
 	if m.Len == 0 {
 		if r.loc.class != noClass {
 			return fmt.Errorf("%w: empty chunk with a block", ErrChecksum)
+		}
+		return nil
+	}
+	if r.loc.class == inlineClass {
+		if m.Len > MaxInline || r.loc.file != 0 || r.loc.index != 0 {
+			return fmt.Errorf("%w: inline record of %d bytes at %v", ErrChecksum, m.Len, r.loc)
 		}
 		return nil
 	}

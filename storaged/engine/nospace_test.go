@@ -92,7 +92,7 @@ func TestNoSpace(t *testing.T) {
 					t.Fatalf("%v lost after ENOSPC", k)
 				}
 			}
-			if _, err := e.Commit(some, 1, 2); err != nil {
+			if _, err := e.Commit(some, 1, 2, false); err != nil {
 				t.Fatalf("commit while full: %v", err)
 			}
 			if rep, err := e.Verify(t.Context()); err != nil || !rep.OK() {

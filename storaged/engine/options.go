@@ -1,15 +1,28 @@
 package engine
 
-import "log/slog"
+import (
+	"log/slog"
+	"time"
+)
 
 // Options configure an Engine.
 type Options struct {
 	// Sync makes every Apply/Commit/Remove durable before it returns: data
 	// files are fdatasync'ed before the metadata write that points at them,
 	// and the metadata write is synced. Production runs with Sync on; without
-	// it a crash of the machine (or, because Pebble's log is written in the
-	// background, of the process) may lose recent updates.
+	// it a crash of the machine (not of the process) may lose recent updates.
+	// A relaxed update (Update.Relaxed) syncs its data file but not its
+	// metadata write; Sync, or the background sync every SyncWindow, makes
+	// it durable.
 	Sync bool
+	// SyncWindow bounds how long a relaxed update stays not durable: a
+	// background sync runs this often while one waits. 0: none (only Sync).
+	SyncWindow time.Duration
+	// InlineMax: a chunk of at most this many bytes that has no block keeps
+	// its content in the metadata store, beside its record (inline.go), so
+	// writing it is one metadata write. 0: DefaultInlineMax; negative: no
+	// chunk is inline. At most MaxInline.
+	InlineMax int
 	// Logger receives corruption and state-change reports. nil: discard.
 	Logger *slog.Logger
 
@@ -71,4 +84,11 @@ func (o *Options) setDefaults() {
 	if o.MetaCacheSize <= 0 {
 		o.MetaCacheSize = 8 << 20
 	}
+	switch {
+	case o.InlineMax == 0:
+		o.InlineMax = DefaultInlineMax
+	case o.InlineMax < 0:
+		o.InlineMax = 0
+	}
+	o.InlineMax = min(o.InlineMax, MaxInline)
 }

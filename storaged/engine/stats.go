@@ -3,6 +3,7 @@ package engine
 // Stats is a snapshot of an engine's state.
 type Stats struct {
 	Chunks         int64 // chunks stored
+	InlineChunks   int64 // of them, chunks whose content is inline (inline.go)
 	UsedBytes      int64 // content bytes (sum of Len)
 	AllocatedBytes int64 // preallocated data file bytes (all blocks, used or free)
 	Classes        [NumClasses]ClassStats
@@ -12,6 +13,7 @@ type Stats struct {
 	ReadOnlyReason string
 	Full           bool // the disk ran out of space: writes fail fast until space returns
 	FullReason     string
+	Unsynced       bool // relaxed updates wait for a sync (Engine.Sync, or the sync window)
 }
 
 // Stats returns current counters. Cheap enough for periodic reporting.
@@ -19,10 +21,12 @@ func (e *Engine) Stats() Stats {
 	e.checkRoom()
 	s := Stats{
 		Chunks:         e.chunks.Load(),
+		InlineChunks:   e.inlineChunks.Load(),
 		UsedBytes:      e.usedBytes.Load(),
 		ChecksumErrors: e.checksumErrors.Load(),
 		CorruptRecords: e.corruptRecords.Load(),
 		ReadOnly:       e.ro.Load(),
+		Unsynced:       e.wal.Pending(),
 	}
 	if s.ReadOnly {
 		s.ReadOnlyReason = e.readOnlyReason()

@@ -68,11 +68,20 @@ func (e *Engine) Verify(ctx context.Context) (VerifyReport, error) {
 			continue
 		}
 		cur := e.current(k)
-		if cur == nil || cur.meta != r.meta || (cur.blk != nil) != (r.meta.Len > 0) || (cur.blk != nil && cur.blk.loc != r.loc) {
+		if cur == nil || cur.meta != r.meta || cur.loc() != r.loc {
 			rep.Inconsistent++
 			rep.problem("%v: index does not match record", k)
 		}
 		if r.meta.Len == 0 {
+			continue
+		}
+		if r.loc.class == inlineClass {
+			if _, err := e.loadInline(k, &version{meta: r.meta, crcs: r.crcs, inline: true, iv: r.loc.iv}); err != nil {
+				rep.ChecksumErrors++
+				rep.problem("%v: %v", k, err)
+				continue
+			}
+			rep.Bytes += int64(r.meta.Len)
 			continue
 		}
 		if other, dup := owner[r.loc.place()]; dup {

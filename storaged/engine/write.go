@@ -203,3 +203,30 @@ func writeErr(err error) error {
 	}
 	return fmt.Errorf("%w: %w", errWriteIO, err)
 }
+
+// writeSpilled moves inline version cur's content to a fresh block of
+// class cls and applies the change there (spill), made durable as
+// writeCOW's. It fills crcs for the touched segments.
+func (e *Engine) writeSpilled(k Key, cur *version, c *change, cls uint8, crcs []uint32) (blockLoc, error) {
+	tmp, err := e.spill(k, cur, cls)
+	if err != nil {
+		return blockLoc{}, err
+	}
+	loc := tmp.blk.loc
+	f := e.alloc.file(loc)
+	fail := func(err error) (blockLoc, error) {
+		e.alloc.free(loc)
+		return blockLoc{}, err
+	}
+	// The old content is in the block already: the touched segments are
+	// merged with it where they lie.
+	if err := e.writeTouched(k, tmp, c, f, loc, f, loc, min(c.oldLen, c.newLen), crcs); err != nil {
+		return fail(err)
+	}
+	if e.opts.Sync {
+		if err := e.sync(f); err != nil {
+			return fail(writeErr(err))
+		}
+	}
+	return loc, nil
+}

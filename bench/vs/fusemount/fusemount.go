@@ -91,7 +91,8 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (rows []Row, err error) {
 	}
 	c, err := cluster.Start(ctx, cluster.Config{Dir: filepath.Join(dir, "cluster"), NoSync: cfg.NoSync,
 		Nodes: 1, Replicas: 1, Chains: 4, Metads: 1, Stripe: 4,
-		Local: true}) // the roles and the front end in one process, as flyfs server runs them
+		SyncWindow: 100 * time.Millisecond, // the mount's changes durable at fsync or within 100 ms, as flyfs server's
+		Local:      true})                  // the roles and the front end in one process, as flyfs server runs them
 	if err != nil {
 		return nil, err
 	}

@@ -12,4 +12,5 @@ func init() {
 	rpc.RegisterMethod(MethodDumpChunkMeta, "storage.DumpChunkMeta")
 	rpc.RegisterMethod(MethodStats, "storage.Stats")
 	rpc.RegisterMethod(MethodSyncDone, "storage.SyncDone")
+	rpc.RegisterMethod(MethodSync, "storage.Sync")
 }

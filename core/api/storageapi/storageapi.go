@@ -18,6 +18,9 @@ const (
 	MethodDumpChunkMeta  rpc.Method = 0x0305
 	MethodStats          rpc.Method = 0x0306
 	MethodSyncDone       rpc.Method = 0x0307 // a predecessor finished recovering this target
+	// MethodSync makes every update the node acknowledged before durable
+	// (a relaxed update is acknowledged before: rpc.FlagRelaxed).
+	MethodSync rpc.Method = 0x0308
 )
 
 // Key names a chunk on a chain, with the chain version the sender routed by.
@@ -276,6 +279,18 @@ func (c Client) SyncDone(ctx context.Context, addr string, req *SyncDoneReq) err
 	_, _, err := rpc.Call[SyncDoneReq, SyncDoneResp](ctx, c.RPC, addr, MethodSyncDone, req, nil)
 	return err
 }
+
+// Sync makes every update addr acknowledged before it durable.
+func (c Client) Sync(ctx context.Context, addr string) error {
+	_, _, err := rpc.Call[SyncReq, SyncResp](ctx, c.RPC, addr, MethodSync, &SyncReq{}, nil)
+	return err
+}
+
+// SyncReq and SyncResp carry nothing: a Sync covers the whole node.
+type (
+	SyncReq  struct{}
+	SyncResp struct{}
+)
 
 // Stats returns a node's stats.
 func (c Client) Stats(ctx context.Context, addr string) (*StatsResp, error) {

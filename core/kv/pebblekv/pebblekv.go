@@ -13,7 +13,7 @@
 // (durability.Relaxed, with SyncWindow set) and every one under NoSync. Those are
 // acknowledged once Pebble has written their WAL record to the file: the
 // WAL file's syncs reach the disk only while a durable commit or a Sync
-// waits (walfs.go), so a process crash loses nothing and a machine crash
+// waits (WALSync), so a process crash loses nothing and a machine crash
 // may lose the relaxed commits since the last sync. A background sync
 // makes them durable within SyncWindow; Sync (fsync on a mount) at once.
 // The WAL is one log in commit order, so a sync covers every commit before
@@ -32,7 +32,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -74,15 +73,11 @@ type engine struct {
 	version  int64
 	resolver *conflict.Resolver
 
-	// window is Options.SyncWindow (0: relaxed commits are synced). The
-	// WAL's syncs reach the disk while durable > 0 (walfs.go); skipped
-	// counts the syncs skipped, covered the count a completed real sync
-	// covers (see Sync). The syncer goroutine runs until stop is closed.
+	// window is Options.SyncWindow (0: relaxed commits are synced); wal
+	// skips the fsync of commits not made durable; the syncer goroutine
+	// runs until stop is closed.
 	window   time.Duration
-	durable  atomic.Int64
-	skipped  atomic.Uint64
-	coverMu  sync.Mutex
-	covered  uint64
+	wal      WALSync
 	stop     chan struct{}
 	stopOnce sync.Once
 	syncerOn sync.WaitGroup
@@ -99,12 +94,9 @@ func Open(dir string, opts Options) (*kv.DB, error) {
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = 64 << 20
 	}
-	if opts.FS == nil {
-		opts.FS = vfs.Default
-	}
 	e := &engine{cache: pebble.NewCache(opts.CacheBytes), sync: !opts.NoSync, resolver: conflict.New(10 * time.Second),
 		open: map[*snapshot]struct{}{}, window: max(opts.SyncWindow, 0), stop: make(chan struct{})}
-	db, err := pebble.Open(dir, &pebble.Options{Cache: e.cache, Logger: QuietLogger{}, FS: walSyncPolicy{FS: opts.FS, e: e}})
+	db, err := pebble.Open(dir, &pebble.Options{Cache: e.cache, Logger: QuietLogger{}, FS: e.wal.FS(opts.FS)})
 	if err != nil {
 		e.cache.Unref()
 		// Another process holds the lock (EAGAIN), or this one does.
@@ -136,30 +128,16 @@ func Open(dir string, opts Options) (*kv.DB, error) {
 // syncer makes relaxed commits durable within the window.
 func (e *engine) syncer() {
 	defer e.syncerOn.Done()
-	t := time.NewTicker(e.window)
-	defer t.Stop()
-	for {
-		select {
-		case <-e.stop:
-			return
-		case <-t.C:
-		}
+	SyncEvery(e.window, e.stop, func() {
 		if err := e.Sync(context.Background()); err != nil && !errors.Is(err, kv.ErrClosed) {
 			pebble.DefaultLogger.Errorf("pebblekv: background WAL sync: %v", err)
 		}
-	}
+	})
 }
 
-// Sync makes every commit acknowledged before it durable: one WAL fsync,
-// unless no sync was skipped since the last real one began. A commit whose
-// sync was skipped had its record written before the skip was counted, so
-// a real sync that starts after the count covers it.
+// Sync makes every commit acknowledged before it durable.
 func (e *engine) Sync(ctx context.Context) error {
-	want := e.skipped.Load()
-	e.coverMu.Lock()
-	done := e.covered >= want
-	e.coverMu.Unlock()
-	if done {
+	if !e.wal.Pending() {
 		return nil
 	}
 	e.life.RLock()
@@ -167,16 +145,9 @@ func (e *engine) Sync(ctx context.Context) error {
 	if e.closed {
 		return kv.ErrClosed
 	}
-	e.durable.Add(1)
-	upTo := e.skipped.Load()
-	err := e.db.LogData(nil, pebble.Sync) // an empty record, synced
-	e.durable.Add(-1)
-	if err != nil {
+	if err := e.wal.Sync(e.db); err != nil {
 		return fmt.Errorf("pebblekv: WAL sync: %w", err)
 	}
-	e.coverMu.Lock()
-	e.covered = max(e.covered, upTo)
-	e.coverMu.Unlock()
 	return nil
 }
 
@@ -243,10 +214,9 @@ func (e *engine) Commit(ctx context.Context, req *kv.CommitRequest) (int64, erro
 	binary.BigEndian.PutUint64(vb[:], uint64(v))
 	batch.Set(versionKey, vb[:], nil)
 	// Every commit waits for its WAL record to be written; only a durable
-	// one makes that wait include the fsync (walfs.go).
+	// one makes that wait include the fsync (WALSync).
 	if e.sync && !(req.Relaxed && e.window > 0) {
-		e.durable.Add(1)
-		defer e.durable.Add(-1)
+		defer e.wal.Durable()()
 	}
 	err := e.db.ApplyNoSyncWait(batch, pebble.Sync)
 	if err != nil {
