@@ -67,6 +67,7 @@ func newMetrics(reg prometheus.Registerer, n *ns.Namespace) *metrics {
 // handle registers fn for method on s's RPC server, timing it and counting
 // its errors when metrics are on.
 func handle[Req, Resp any](s *Server, method rpc.Method, fn rpc.HandlerFunc[Req, Resp], opts ...rpc.HandleOption) {
+	opts = append(opts, rpc.DeepStack()) // every call is a KV transaction
 	m := s.metrics
 	if m == nil {
 		rpc.Handle(s.rpc, method, fn, opts...)

@@ -25,6 +25,7 @@ type handler struct {
 	method Method
 	borrow bool // the handler does not keep the request payload
 	pooled bool // the response payload came from PayloadBuffer: pool it once written
+	deep   bool // the handler's goroutine starts with a grown stack (stack.go)
 	decode func(msg []byte) (any, error)
 	call   func(ctx context.Context, req any, payload []byte) (respMsg, respPayload []byte, err error)
 	// run and encode are call in two: the handler, and the encoding of its
@@ -52,6 +53,13 @@ func BorrowPayload() HandleOption {
 // is written, so large responses do not allocate per call.
 func PooledResponse() HandleOption {
 	return func(h *handler) { h.pooled = true }
+}
+
+// DeepStack says the handler runs deep (a KV transaction through Pebble's
+// iterators, CBOR): its goroutine grows its stack once before it starts,
+// which is cheaper than growing it step by step at that depth (stack.go).
+func DeepStack() HandleOption {
+	return func(h *handler) { h.deep = true }
 }
 
 // Handle registers fn as the server's handler for method. Register before

@@ -117,7 +117,9 @@ func (s *Server) callLocal(ctx context.Context, c *Client, method Method, msg, p
 	go func() {
 		defer s.localDone(id)
 		defer cancel()
-		growStack()
+		if h.deep {
+			growStack()
+		}
 		var start time.Time
 		if s.metrics != nil {
 			start = time.Now()

@@ -279,7 +279,9 @@ func (sc *serverConn) dispatch(f inFrame) bool {
 // run executes one handler and sends its response.
 func (sc *serverConn) run(ctx context.Context, call *serverCall, h *handler, f inFrame, req any) {
 	defer sc.handlers.Done()
-	growStack()
+	if h.deep {
+		growStack()
+	}
 	var start time.Time
 	if sc.s.metrics != nil {
 		start = time.Now()
