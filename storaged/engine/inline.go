@@ -95,7 +95,7 @@ func (e *Engine) inlineHandleContent(k Key, v *version) (*version, []byte, error
 	return cur, content, nil
 }
 
-// inlineContent builds the new content of an update of cur (inline, or
+// newInlineContent builds the new content of an update of cur (inline, or
 // none) in memory: the old bytes that survive, zeros, the data.
 func (e *Engine) newInlineContent(k Key, cur *version, c *change) ([]byte, error) {
 	content := make([]byte, c.newLen)
