@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -42,7 +43,7 @@ func (e *Engine) inlineFits(n int64) bool { return n > 0 && n <= int64(e.opts.In
 func (e *Engine) loadInline(k Key, v *version) ([]byte, error) {
 	var kb [keyLen]byte
 	val, closer, err := e.db.Get(encodeInlineKey(kb[:0], k))
-	if err == pebble.ErrNotFound {
+	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, fmt.Errorf("engine: inline content of %v missing: %w", k, ErrChecksum)
 	}
 	if err != nil {
@@ -136,15 +137,9 @@ func (e *Engine) spill(k Key, cur *version, cls uint8) (*version, error) {
 		}
 		return nil, err
 	}
-	loc, err := e.alloc.alloc(cls)
+	loc, err := e.freshBlock(cls)
 	if err != nil {
 		return nil, err
-	}
-	if e.ciph != nil {
-		if loc.iv, err = newIV(); err != nil {
-			e.alloc.free(loc)
-			return nil, err
-		}
 	}
 	if err := e.writeContent(e.alloc.file(loc), loc, old, 0); err != nil {
 		e.alloc.free(loc)

@@ -9,15 +9,9 @@ import (
 // writeCOW builds the new content in a fresh block of class cls and makes it
 // durable. It fills crcs for the touched segments.
 func (e *Engine) writeCOW(k Key, cur *version, c *change, cls uint8, crcs []uint32) (blockLoc, error) {
-	loc, err := e.alloc.alloc(cls)
+	loc, err := e.freshBlock(cls)
 	if err != nil {
 		return loc, err
-	}
-	if e.ciph != nil {
-		if loc.iv, err = newIV(); err != nil {
-			e.alloc.free(loc)
-			return blockLoc{}, err
-		}
 	}
 	dst := e.alloc.file(loc)
 	var src *os.File
@@ -55,6 +49,22 @@ func (e *Engine) writeCOW(k Key, cur *version, c *change, cls uint8, crcs []uint
 	if e.opts.Sync {
 		if err := e.sync(dst); err != nil {
 			return fail(writeErr(err))
+		}
+	}
+	return loc, nil
+}
+
+// freshBlock allocates a block of class cls, with a new IV on an encrypted
+// disk (cipher.go: a keystream position is written once per IV).
+func (e *Engine) freshBlock(cls uint8) (blockLoc, error) {
+	loc, err := e.alloc.alloc(cls)
+	if err != nil {
+		return loc, err
+	}
+	if e.ciph != nil {
+		if loc.iv, err = newIV(); err != nil {
+			e.alloc.free(loc)
+			return blockLoc{}, err
 		}
 	}
 	return loc, nil
