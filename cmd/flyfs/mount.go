@@ -23,6 +23,7 @@ type mountOptions struct {
 	opTimeout    time.Duration
 	allowOther   bool
 	readAheadKB  int
+	readAroundKB int
 	debug        bool
 	cache        cacheFlags
 	obs          observeOptions
@@ -64,6 +65,7 @@ asynchronous API (posix/native).`,
 	f.DurationVar(&o.opTimeout, "op-timeout", 30*time.Second, "fail an operation with EIO when the cluster does not answer within this")
 	f.BoolVar(&o.allowOther, "allow-other", os.Getuid() == 0, "let every user use the mount (permissions still apply); default on as root")
 	f.IntVar(&o.readAheadKB, "read-ahead-kb", 4096, "kernel read-ahead of the mount in KiB (-1: kernel default)")
+	f.IntVar(&o.readAroundKB, "read-around-kb", 64, "window read around a small random read of a file that fits in memory, its other pages cached (-1: none)")
 	f.BoolVar(&o.debug, "debug", false, "log every FUSE request")
 	o.cache.add(f)
 	addObserveFlags(f, &o.obs)
@@ -110,7 +112,7 @@ func runMount(ctx context.Context, o mountOptions, dir string, out, logOut io.Wr
 	}
 	m, err := fusefs.Mount(ctx, fs, dir, fusefs.Options{
 		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, OpTimeout: o.opTimeout,
-		AllowOther: o.allowOther, ReadAheadKB: o.readAheadKB, Debug: o.debug, Log: log,
+		AllowOther: o.allowOther, ReadAheadKB: o.readAheadKB, ReadAroundKB: o.readAroundKB, Debug: o.debug, Log: log,
 		Capacity: fusefs.MgmtdCapacity(fs.Mgmtd()), Registerer: obs.role("mount"),
 	})
 	if err != nil {

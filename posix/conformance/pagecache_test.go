@@ -15,6 +15,19 @@ import (
 // holds, through an open of its own.
 func resident(t *testing.T, p string) (in, of int) {
 	t.Helper()
+	vec := residentPages(t, p)
+	for _, r := range vec {
+		if r {
+			in++
+		}
+	}
+	return in, len(vec)
+}
+
+// residentPages reports page by page whether the kernel's page cache holds
+// the file at p (mincore of a mapping, which faults nothing in).
+func residentPages(t *testing.T, p string) []bool {
+	t.Helper()
 	f, err := os.Open(p)
 	if err != nil {
 		t.Fatal(err)
@@ -33,12 +46,11 @@ func resident(t *testing.T, p string) (in, of int) {
 	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
 		t.Fatal("mincore:", errno)
 	}
-	for _, v := range vec {
-		if v&1 != 0 {
-			in++
-		}
+	pages := make([]bool, len(vec))
+	for i, v := range vec {
+		pages[i] = v&1 != 0
 	}
-	return in, len(vec)
+	return pages
 }
 
 // TestOwnWritesStayCached: a file this mount wrote, alone, is read on the

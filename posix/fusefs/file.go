@@ -323,9 +323,15 @@ func (f *fileSystem) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Ope
 	if err != nil {
 		return f.status(ctx, "open", err)
 	}
+	// A window read before this open must not land in the page cache after
+	// it: the kernel drops the cache at this open, or a writer comes.
+	keep := f.keepCache(ino)
+	if !keep || isWrite(in.Flags) {
+		f.ra.fence()
+	}
 	h := f.addHandle(ino, file, session != nil, in.Flags, c)
 	out.Fh = h.id
-	if f.keepCache(ino) {
+	if keep {
 		out.OpenFlags |= fuse.FOPEN_KEEP_CACHE
 	}
 	return fuse.OK
@@ -428,6 +434,11 @@ func (f *fileSystem) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (
 	file, err := f.readerFor(ctx, h.ino)
 	if err != nil {
 		return nil, f.status(ctx, "read", err)
+	}
+	if file != nil && f.writer(h.ino) == nil {
+		if lo, hi, ok := f.ra.span(in.Offset, uint64(in.Size), file.Size()); ok && len(buf) >= int(in.Size) {
+			return f.readAround(ctx, h.ino, file, in, buf, lo, hi)
+		}
 	}
 	n, err := file.ReadAtContext(ctx, buf[:min(int(in.Size), len(buf))], int64(in.Offset))
 	if err != nil && !errors.Is(err, io.EOF) {

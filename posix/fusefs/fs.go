@@ -46,6 +46,7 @@ type fileSystem struct {
 	locked    map[uint64]bool       // files this mount took fcntl locks on (locks.go)
 	native    *native.Daemon
 	vers      versTable // the nodes of the old versions' view (versionsview.go)
+	ra        *readAround
 }
 
 type genSeen struct{ gen, length uint64 }
@@ -69,6 +70,7 @@ func newFileSystem(fs *client.FS, opts Options) *fileSystem {
 		seenGen:       map[uint64]genSeen{},
 	}
 	f.native = native.NewDaemon(nativeBackend{f}, opts.OpTimeout, opts.Log)
+	f.ra = newReadAround(readAroundWindow(opts.ReadAroundKB), opts.ReadAroundMaxFile)
 	return f
 }
 
@@ -189,7 +191,10 @@ func (f *fileSystem) checkCache(in metaapi.Inode) {
 	srv := f.srv
 	f.mu.Unlock()
 	if stale && srv != nil {
-		go srv.InodeNotify(in.ID, 0, 0)
+		go func() {
+			f.ra.fence()
+			srv.InodeNotify(in.ID, 0, 0)
+		}()
 	}
 }
 
@@ -297,6 +302,7 @@ func (f *fileSystem) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fu
 		if size > metaapi.MaxFileSize {
 			return fuse.Status(syscall.EFBIG)
 		}
+		f.ra.fence()
 		ino, err = f.truncate(ctx, in.NodeId, size)
 		if err != nil {
 			return f.status(ctx, "truncate", err)

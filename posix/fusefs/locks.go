@@ -89,6 +89,7 @@ func (f *fileSystem) afterLock(ctx context.Context, ino uint64) {
 	f.mu.Lock()
 	delete(f.seenGen, ino)
 	f.mu.Unlock()
+	f.ra.fence()
 	if f.srv != nil {
 		f.srv.InodeNotify(ino, 0, 0)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
 
 	"github.com/flyfs/flyfs/core/client"
 )
@@ -40,6 +41,13 @@ type Options struct {
 	// ReadAheadKB sets the mount's kernel read-ahead (default 4096 KiB;
 	// negative: leave the kernel's 128 KiB).
 	ReadAheadKB int
+	// ReadAroundKB is the window read around a small read of a file that
+	// fits in memory (readaround.go; default 64 KiB; negative: none). It
+	// is rounded down to a power of two of at least a page.
+	ReadAroundKB int
+	// ReadAroundMaxFile: larger files get no read-around (default an
+	// eighth of the machine's memory).
+	ReadAroundMaxFile uint64
 	// FsName is shown as the source in /proc/mounts (default "flyfs").
 	FsName string
 	// Capacity reports the cluster's disk space for statfs (df); without
@@ -74,6 +82,15 @@ func (o *Options) defaults() {
 	}
 	if o.ReadAheadKB == 0 {
 		o.ReadAheadKB = 4096
+	}
+	if o.ReadAroundKB == 0 {
+		o.ReadAroundKB = 64
+	}
+	if o.ReadAroundMaxFile == 0 {
+		var si unix.Sysinfo_t
+		if unix.Sysinfo(&si) == nil {
+			o.ReadAroundMaxFile = uint64(si.Totalram) * uint64(si.Unit) / 8
+		}
 	}
 	if o.FsName == "" {
 		o.FsName = "flyfs"
