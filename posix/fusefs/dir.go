@@ -43,6 +43,7 @@ func (f *fileSystem) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name strin
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
+	defer f.dropClosedAttrs()
 	return f.status(ctx, "unlink", f.meta.Unlink(ctx, metaapi.RemoveReq{Parent: h.NodeId, Name: name}))
 }
 
@@ -70,6 +71,7 @@ func (f *fileSystem) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, 
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
+	defer f.dropClosedAttrs()
 	err := f.meta.Rename(ctx, metaapi.RenameReq{SrcParent: in.NodeId, SrcName: oldName, DstParent: in.Newdir, DstName: newName, Flags: in.Flags})
 	return f.status(ctx, "rename", err)
 }
@@ -86,6 +88,7 @@ func (f *fileSystem) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, 
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
+	defer f.dropClosedAttr(in.Oldnodeid)
 	ino, err := f.meta.Link(ctx, in.Oldnodeid, in.NodeId, name)
 	if err != nil {
 		return f.status(ctx, "link", err)

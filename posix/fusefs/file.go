@@ -286,6 +286,7 @@ func (h *handle) closeSession(ctx context.Context, f *fileSystem) error {
 		f.noteInode(in)
 		if file.SoleWriter() {
 			f.noteOwnWrites(h.ino, h.from, in)
+			f.noteClosedAttr(h, in)
 		}
 	}
 	// A failed close leaves the session to metad's reaper; writing again
@@ -304,6 +305,7 @@ func (f *fileSystem) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Ope
 		return f.virtOpen(in, out)
 	}
 	c := creds(&in.InHeader)
+	defer f.dropClosedAttr(in.NodeId)
 	ino, session, err := f.meta.Open(ctx, in.NodeId, openFlags(in.Flags)&^os.O_TRUNC, c)
 	if client.Errno(err) == syscall.ENOENT {
 		// The kernel's entry names a file another client removed: ESTALE
@@ -363,6 +365,7 @@ func (f *fileSystem) Create(cancel <-chan struct{}, in *fuse.CreateIn, name stri
 	}
 	h := f.addHandle(ino, file, session != nil, in.Flags, c)
 	f.keepCache(ino)
+	f.dropClosedAttr(ino.ID)
 	f.fillEntry(ino, &out.EntryOut)
 	out.OpenOut.Fh = h.id
 	return fuse.OK

@@ -43,10 +43,13 @@ type fileSystem struct {
 	opened    map[uint64]*openInode // open files by inode
 	dirs      map[uint64]*dirHandle // open directories by handle id
 	seenGen   map[uint64]genSeen    // what the page cache of an inode holds
-	locked    map[uint64]bool       // files this mount took fcntl locks on (locks.go)
-	native    *native.Daemon
-	vers      versTable // the nodes of the old versions' view (versionsview.go)
-	ra        *readAround
+	// closedAttrs are files' attributes as their last close here left
+	// them (closeattr.go).
+	closedAttrs map[uint64]closedAttr
+	locked      map[uint64]bool // files this mount took fcntl locks on (locks.go)
+	native      *native.Daemon
+	vers        versTable // the nodes of the old versions' view (versionsview.go)
+	ra          *readAround
 }
 
 type genSeen struct{ gen, length uint64 }
@@ -68,6 +71,7 @@ func newFileSystem(fs *client.FS, opts Options) *fileSystem {
 		opened:        map[uint64]*openInode{},
 		dirs:          map[uint64]*dirHandle{},
 		seenGen:       map[uint64]genSeen{},
+		closedAttrs:   map[uint64]closedAttr{},
 	}
 	f.native = native.NewDaemon(nativeBackend{f}, opts.OpTimeout, opts.Log)
 	f.ra = newReadAround(readAroundWindow(opts.ReadAroundKB), opts.ReadAroundMaxFile)
@@ -252,9 +256,12 @@ func (f *fileSystem) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fu
 	if st, ok := f.virtGetAttr(in.NodeId, out); ok {
 		return st
 	}
-	ino, err := f.meta.Stat(ctx, in.NodeId)
-	if err != nil {
-		return f.status(ctx, "getattr", err)
+	ino, ok := f.takeClosedAttr(in.NodeId)
+	if !ok {
+		var err error
+		if ino, err = f.meta.Stat(ctx, in.NodeId); err != nil {
+			return f.status(ctx, "getattr", err)
+		}
 	}
 	f.fillAttr(ino, &out.Attr)
 	out.SetTimeout(f.opts.AttrTimeout)
@@ -267,6 +274,7 @@ func (f *fileSystem) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fu
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
+	defer f.dropClosedAttr(in.NodeId)
 	var req metaapi.SetAttrReq
 	if m, ok := in.GetMode(); ok {
 		req.Mask |= metaapi.SetMode

@@ -63,6 +63,7 @@ func (f *fileSystem) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, attr 
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
+	defer f.dropClosedAttr(in.NodeId)
 	return f.status(ctx, "setxattr", f.meta.SetXattr(ctx, in.NodeId, attr, data, int(in.Flags)))
 }
 
@@ -75,5 +76,6 @@ func (f *fileSystem) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr 
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
+	defer f.dropClosedAttr(h.NodeId)
 	return f.status(ctx, "removexattr", f.meta.RemoveXattr(ctx, h.NodeId, attr))
 }
