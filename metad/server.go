@@ -322,8 +322,15 @@ func (s *Server) readDir(ctx context.Context, r *metaapi.ReadDirReq, _ []byte) (
 	return resp, nil, nil
 }
 
-func (s *Server) unlink(ctx context.Context, r *metaapi.RemoveReq, _ []byte) (*metaapi.Empty, []byte, error) {
-	return empty(s.ns.Unlink(ctx, removeReq(r)))
+func (s *Server) unlink(ctx context.Context, r *metaapi.RemoveReq, _ []byte) (*metaapi.ChangeResp, []byte, error) {
+	return changeResp(s.ns.UnlinkChange(ctx, removeReq(r)))
+}
+
+func changeResp(c ns.Change, err error) (*metaapi.ChangeResp, []byte, error) {
+	if err != nil {
+		return nil, nil, wire(err)
+	}
+	return &metaapi.ChangeResp{DirTime: c.DirTime, Subdirs: c.Subdirs}, nil, nil
 }
 
 func removeReq(r *metaapi.RemoveReq) ns.RemoveRequest {
@@ -339,8 +346,8 @@ func (s *Server) removeAll(ctx context.Context, r *metaapi.RemoveReq, _ []byte) 
 	return empty(s.ns.RemoveAll(ctx, removeReq(r)))
 }
 
-func (s *Server) rename(ctx context.Context, r *metaapi.RenameReq, _ []byte) (*metaapi.Empty, []byte, error) {
-	return empty(s.ns.Rename(ctx, ns.RenameRequest{ReqID: ns.RequestID(r.ReqID), SrcParent: r.SrcParent, SrcName: r.SrcName,
+func (s *Server) rename(ctx context.Context, r *metaapi.RenameReq, _ []byte) (*metaapi.ChangeResp, []byte, error) {
+	return changeResp(s.ns.RenameChange(ctx, ns.RenameRequest{ReqID: ns.RequestID(r.ReqID), SrcParent: r.SrcParent, SrcName: r.SrcName,
 		DstParent: r.DstParent, DstName: r.DstName, Flags: r.Flags,
 		IfDstIno: r.IfDstIno, IfDstGen: r.IfDstGen, PruneImplicit: r.PruneImplicit, Lock: lockOf(r.Lock)}))
 }

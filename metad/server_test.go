@@ -85,13 +85,22 @@ func TestOverRPCWithFaults(t *testing.T) {
 	if metaapi.Errno(err) != syscall.EEXIST {
 		t.Fatalf("second exclusive create: %v", err)
 	}
-	// Unlink, then its retry elsewhere: success both times (the idempotency record).
+	// Unlink, then its retry elsewhere: success both times (the idempotency
+	// record), with the one time the parent changed at.
+	var times [3]int64
 	for i := range m {
 		if err := do(func() error {
-			return m[i].Unlink(ctx, &metaapi.RemoveReq{ReqID: rid(4), Parent: dir.Inode.ID, Name: "a"})
+			r, err := m[i].Unlink(ctx, &metaapi.RemoveReq{ReqID: rid(4), Parent: dir.Inode.ID, Name: "a"})
+			if err == nil {
+				times[i] = r.DirTime
+			}
+			return err
 		}); err != nil {
 			t.Fatalf("unlink attempt %d: %v", i, err)
 		}
+	}
+	if times[0] == 0 || times[0] != times[1] || times[1] != times[2] {
+		t.Errorf("the unlink and its retry answered the parent's change times %v, want one, not 0", times)
 	}
 	cases := []struct {
 		name string
@@ -107,7 +116,8 @@ func TestOverRPCWithFaults(t *testing.T) {
 		}), syscall.ENOENT},
 		{"stat of no inode", do(func() error { _, err := m[0].Stat(ctx, 1<<60); return err }), syscall.ENOENT},
 		{"rename into its own subtree", do(func() error {
-			return m[0].Rename(ctx, &metaapi.RenameReq{ReqID: rid(6), SrcParent: ns.RootID, SrcName: "data", DstParent: dir.Inode.ID, DstName: "loop"})
+			_, err := m[0].Rename(ctx, &metaapi.RenameReq{ReqID: rid(6), SrcParent: ns.RootID, SrcName: "data", DstParent: dir.Inode.ID, DstName: "loop"})
+			return err
 		}), syscall.EINVAL},
 	}
 	for _, c := range cases {

@@ -271,7 +271,8 @@ func (fs *FS) Rename(ctx context.Context, from, to string) error {
 	}
 	id := newReqID()
 	_, err = callMeta(ctx, fs, func(m metaapi.Client) (struct{}, error) {
-		return struct{}{}, m.Rename(ctx, &metaapi.RenameReq{ReqID: id, SrcParent: src.ID, SrcName: fn, DstParent: dst.ID, DstName: tn})
+		_, err := m.Rename(ctx, &metaapi.RenameReq{ReqID: id, SrcParent: src.ID, SrcName: fn, DstParent: dst.ID, DstName: tn})
+		return struct{}{}, err
 	})
 	fs.cache.forget(path.Clean("/" + from))
 	fs.cache.forget(path.Clean("/" + to))
@@ -295,7 +296,8 @@ func (fs *FS) Remove(ctx context.Context, p string) error {
 		if in.Type == metaapi.TypeDir {
 			return struct{}{}, m.Rmdir(ctx, req)
 		}
-		return struct{}{}, m.Unlink(ctx, req)
+		_, err := m.Unlink(ctx, req)
+		return struct{}{}, err
 	})
 	fs.cache.forget(path.Clean("/" + p))
 	return pathErr("remove", p, err)

@@ -130,9 +130,18 @@ func (m *Meta) Link(ctx context.Context, ino, newParent uint64, newName string) 
 
 // Unlink removes a file or symlink name (conditions and pruning in req).
 func (m *Meta) Unlink(ctx context.Context, req metaapi.RemoveReq) error {
-	req.ReqID = newReqID()
-	_, err := callMeta(ctx, m.fs, func(c metaapi.Client) (struct{}, error) { return struct{}{}, c.Unlink(ctx, &req) })
+	_, err := m.UnlinkChange(ctx, req)
 	return err
+}
+
+// UnlinkChange is Unlink, answering how the parent changed.
+func (m *Meta) UnlinkChange(ctx context.Context, req metaapi.RemoveReq) (metaapi.ChangeResp, error) {
+	req.ReqID = newReqID()
+	r, err := callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.ChangeResp, error) { return c.Unlink(ctx, &req) })
+	if err != nil {
+		return metaapi.ChangeResp{}, err
+	}
+	return *r, nil
 }
 
 // Rmdir removes an empty directory.
@@ -151,9 +160,18 @@ func (m *Meta) RemoveAll(ctx context.Context, parent uint64, name string) error 
 
 // Rename moves an entry (flags and conditions in req).
 func (m *Meta) Rename(ctx context.Context, req metaapi.RenameReq) error {
-	req.ReqID = newReqID()
-	_, err := callMeta(ctx, m.fs, func(c metaapi.Client) (struct{}, error) { return struct{}{}, c.Rename(ctx, &req) })
+	_, err := m.RenameChange(ctx, req)
 	return err
+}
+
+// RenameChange is Rename, answering how the two parents changed.
+func (m *Meta) RenameChange(ctx context.Context, req metaapi.RenameReq) (metaapi.ChangeResp, error) {
+	req.ReqID = newReqID()
+	r, err := callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.ChangeResp, error) { return c.Rename(ctx, &req) })
+	if err != nil {
+		return metaapi.ChangeResp{}, err
+	}
+	return *r, nil
 }
 
 // ReadDir returns up to limit entries of dir after the name after, in byte

@@ -44,6 +44,7 @@ func subdirKey(dir, child uint64) []byte {
 // addSubdir counts child, a directory, into (delta 1) or out of (delta -1)
 // dir's subdirectories.
 func (o *op) addSubdir(dir, child uint64, delta int64) error {
+	o.subdirs = true
 	key := subdirKey(dir, child)
 	v, found, err := o.tx.Get(o.ctx, key)
 	if err != nil {

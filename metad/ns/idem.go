@@ -67,6 +67,9 @@ type idemRecord struct {
 	Version      string `cbor:"5,keyasint,omitempty"`
 	DeleteMarker bool   `cbor:"6,keyasint,omitempty"`
 	Promoted     string `cbor:"7,keyasint,omitempty"`
+	// Unlink's and Rename's answers (Change).
+	Subdirs bool  `cbor:"8,keyasint,omitempty"`
+	DirTime int64 `cbor:"9,keyasint,omitempty"`
 }
 
 func (r *idemRecord) result(req RequestID) error {

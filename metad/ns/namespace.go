@@ -140,6 +140,8 @@ type op struct {
 	// snapshotting: this op builds or deletes a snapshot, the one change
 	// allowed of read-only inodes.
 	snapshotting bool
+	// subdirs: a directory's count of subdirectories changed (addSubdir).
+	subdirs bool
 }
 
 // touch records that dir's entries changed (its mtime moves).

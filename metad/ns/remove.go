@@ -67,10 +67,17 @@ func (o *op) pruneImplicit(dir uint64) error {
 // Conflict-tracked: the dentry and the inode (read-modify-written). The result
 // is recorded under ReqID, so a retry returns it instead of acting again.
 func (n *Namespace) Unlink(ctx context.Context, req RemoveRequest) error {
+	_, err := n.UnlinkChange(ctx, req)
+	return err
+}
+
+// UnlinkChange is Unlink, answering how it changed the parent (Change).
+func (n *Namespace) UnlinkChange(ctx context.Context, req RemoveRequest) (Change, error) {
 	if err := checkName(req.Name); err != nil {
-		return err
+		return Change{}, err
 	}
-	err := n.updateIdem(ctx, req.ReqID.orNew(), opUnlink, func(o *op) error {
+	rec, err := n.updateIdemAnswer(ctx, req.ReqID.orNew(), opUnlink, func(o *op, answer *idemRecord) error {
+		defer answer.noteChange(o)
 		d, err := o.existing(req.Parent, req.Name)
 		if err != nil {
 			return err
@@ -85,9 +92,9 @@ func (n *Namespace) Unlink(ctx context.Context, req RemoveRequest) error {
 		return o.unlinkEntry(req, in)
 	})
 	if err != nil {
-		return fmt.Errorf("unlink %q: %w", req.Name, err)
+		return Change{}, fmt.Errorf("unlink %q: %w", req.Name, err)
 	}
-	return nil
+	return rec.change(), nil
 }
 
 // Rmdir removes an empty directory: ENOTDIR for anything else, ENOTEMPTY if it

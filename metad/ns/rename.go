@@ -46,21 +46,28 @@ type RenameRequest struct {
 // mv /b /a/b) each read what the other writes: one of them aborts and, retried,
 // sees the other's result and fails with EINVAL.
 func (n *Namespace) Rename(ctx context.Context, req RenameRequest) error {
+	_, err := n.RenameChange(ctx, req)
+	return err
+}
+
+// RenameChange is Rename, answering how it changed the two parents (Change).
+func (n *Namespace) RenameChange(ctx context.Context, req RenameRequest) (Change, error) {
 	if err := checkName(req.SrcName); err != nil {
-		return err
+		return Change{}, err
 	}
 	if err := checkName(req.DstName); err != nil {
-		return err
+		return Change{}, err
 	}
 	switch req.Flags {
 	case 0, RenameNoReplace, RenameExchange:
 	case RenameWhiteout:
-		return fail(ErrNotSup, "RENAME_WHITEOUT")
+		return Change{}, fail(ErrNotSup, "RENAME_WHITEOUT")
 	default:
-		return fail(ErrInvalid, "rename flags %#x", req.Flags)
+		return Change{}, fail(ErrInvalid, "rename flags %#x", req.Flags)
 	}
 	exchange := req.Flags == RenameExchange
-	err := n.updateIdem(ctx, req.ReqID.orNew(), opRename, func(o *op) error {
+	rec, err := n.updateIdemAnswer(ctx, req.ReqID.orNew(), opRename, func(o *op, answer *idemRecord) error {
+		defer answer.noteChange(o)
 		src, err := o.existing(req.SrcParent, req.SrcName)
 		if err != nil {
 			return err
@@ -170,9 +177,9 @@ func (n *Namespace) Rename(ctx context.Context, req RenameRequest) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("rename %q -> %q: %w", req.SrcName, req.DstName, err)
+		return Change{}, fmt.Errorf("rename %q -> %q: %w", req.SrcName, req.DstName, err)
 	}
-	return nil
+	return rec.change(), nil
 }
 
 // replaceable checks that src may replace dst.

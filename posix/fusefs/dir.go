@@ -26,10 +26,12 @@ func (f *fileSystem) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string
 	defer done()
 	c := creds(&in.InHeader)
 	c.Umask = in.Umask // the kernel leaves it to metad (CAP_DONT_MASK)
+	defer f.forgetDirAttrs(in.NodeId)
 	ino, err := f.meta.Mkdir(ctx, in.NodeId, name, in.Mode&07777, c)
 	if err != nil {
 		return f.status(ctx, "mkdir", err)
 	}
+	f.noteDirAttr(ino)
 	f.fillEntry(ino, out)
 	return fuse.OK
 }
@@ -44,7 +46,9 @@ func (f *fileSystem) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name strin
 	ctx, done := f.ctx(cancel)
 	defer done()
 	defer f.dropClosedAttrs()
-	return f.status(ctx, "unlink", f.meta.Unlink(ctx, metaapi.RemoveReq{Parent: h.NodeId, Name: name}))
+	c, err := f.meta.UnlinkChange(ctx, metaapi.RemoveReq{Parent: h.NodeId, Name: name})
+	f.followChange(c, err, h.NodeId)
+	return f.status(ctx, "unlink", err)
 }
 
 func (f *fileSystem) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
@@ -53,6 +57,8 @@ func (f *fileSystem) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
+	// The removed directory's own attributes go too; its id is not known.
+	defer f.followChange(metaapi.ChangeResp{Subdirs: true}, nil)
 	return f.status(ctx, "rmdir", f.meta.Rmdir(ctx, h.NodeId, name))
 }
 
@@ -72,7 +78,8 @@ func (f *fileSystem) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, 
 	ctx, done := f.ctx(cancel)
 	defer done()
 	defer f.dropClosedAttrs()
-	err := f.meta.Rename(ctx, metaapi.RenameReq{SrcParent: in.NodeId, SrcName: oldName, DstParent: in.Newdir, DstName: newName, Flags: in.Flags})
+	c, err := f.meta.RenameChange(ctx, metaapi.RenameReq{SrcParent: in.NodeId, SrcName: oldName, DstParent: in.Newdir, DstName: newName, Flags: in.Flags})
+	f.followChange(c, err, in.NodeId, in.Newdir)
 	return f.status(ctx, "rename", err)
 }
 
@@ -89,6 +96,7 @@ func (f *fileSystem) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, 
 	ctx, done := f.ctx(cancel)
 	defer done()
 	defer f.dropClosedAttr(in.Oldnodeid)
+	defer f.forgetDirAttrs(in.NodeId)
 	ino, err := f.meta.Link(ctx, in.Oldnodeid, in.NodeId, name)
 	if err != nil {
 		return f.status(ctx, "link", err)
@@ -109,6 +117,7 @@ func (f *fileSystem) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, n
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
+	defer f.forgetDirAttrs(h.NodeId)
 	ino, err := f.meta.Symlink(ctx, h.NodeId, name, target, creds(h))
 	if err != nil {
 		return f.status(ctx, "symlink", err)

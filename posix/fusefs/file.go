@@ -352,7 +352,12 @@ func (f *fileSystem) Create(cancel <-chan struct{}, in *fuse.CreateIn, name stri
 	c.Umask = in.Umask // the kernel leaves it to metad (CAP_DONT_MASK)
 	ino, session, created, err := f.meta.Create(ctx, in.NodeId, name, in.Mode&07777, openFlags(in.Flags)&^os.O_TRUNC, c)
 	if err != nil {
+		f.forgetDirAttrs(in.NodeId)
 		return f.status(ctx, "create", err)
+	}
+	if created {
+		// The new entry's time is the new file's ctime.
+		f.dirChanged(in.NodeId, ino.Ctime)
 	}
 	if !created && in.Flags&syscall.O_TRUNC != 0 && ino.Length > 0 {
 		if ino, err = f.truncateOnOpen(ctx, ino); err != nil {
@@ -407,6 +412,7 @@ func (f *fileSystem) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
+	defer f.forgetDirAttrs(in.NodeId)
 	var ino metaapi.Inode
 	var err error
 	c := creds(&in.InHeader)

@@ -46,10 +46,13 @@ type fileSystem struct {
 	// closedAttrs are files' attributes as their last close here left
 	// them (closeattr.go).
 	closedAttrs map[uint64]closedAttr
-	locked      map[uint64]bool // files this mount took fcntl locks on (locks.go)
-	native      *native.Daemon
-	vers        versTable // the nodes of the old versions' view (versionsview.go)
-	ra          *readAround
+	// dirAttrs are directories' attributes as metad last gave them,
+	// followed through this mount's changes (dirattr.go).
+	dirAttrs map[uint64]dirAttr
+	locked   map[uint64]bool // files this mount took fcntl locks on (locks.go)
+	native   *native.Daemon
+	vers     versTable // the nodes of the old versions' view (versionsview.go)
+	ra       *readAround
 }
 
 type genSeen struct{ gen, length uint64 }
@@ -72,6 +75,7 @@ func newFileSystem(fs *client.FS, opts Options) *fileSystem {
 		dirs:          map[uint64]*dirHandle{},
 		seenGen:       map[uint64]genSeen{},
 		closedAttrs:   map[uint64]closedAttr{},
+		dirAttrs:      map[uint64]dirAttr{},
 	}
 	f.native = native.NewDaemon(nativeBackend{f}, opts.OpTimeout, opts.Log)
 	f.ra = newReadAround(readAroundWindow(opts.ReadAroundKB), opts.ReadAroundMaxFile)
@@ -240,6 +244,7 @@ func (f *fileSystem) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name strin
 	if err != nil {
 		return f.status(ctx, "lookup", err)
 	}
+	f.noteDirAttr(in)
 	f.fillEntry(in, out)
 	return fuse.OK
 }
@@ -256,12 +261,16 @@ func (f *fileSystem) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fu
 	if st, ok := f.virtGetAttr(in.NodeId, out); ok {
 		return st
 	}
-	ino, ok := f.takeClosedAttr(in.NodeId)
+	ino, ok := f.takeDirAttr(in.NodeId)
+	if !ok {
+		ino, ok = f.takeClosedAttr(in.NodeId)
+	}
 	if !ok {
 		var err error
 		if ino, err = f.meta.Stat(ctx, in.NodeId); err != nil {
 			return f.status(ctx, "getattr", err)
 		}
+		f.noteDirAttr(ino)
 	}
 	f.fillAttr(ino, &out.Attr)
 	out.SetTimeout(f.opts.AttrTimeout)
@@ -275,6 +284,7 @@ func (f *fileSystem) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fu
 	ctx, done := f.ctx(cancel)
 	defer done()
 	defer f.dropClosedAttr(in.NodeId)
+	defer f.forgetDirAttrs(in.NodeId)
 	var req metaapi.SetAttrReq
 	if m, ok := in.GetMode(); ok {
 		req.Mask |= metaapi.SetMode

@@ -216,6 +216,16 @@ type CreateResp struct {
 	Session []byte `cbor:"3,keyasint,omitempty"` // opaque session handle
 }
 
+// ChangeResp is Unlink's and Rename's answer: how they changed the
+// directories they changed. Their mtime and ctime became at least DirTime
+// (unix ns; 0: no directory changed, or not known), and with Subdirs a
+// directory's count of subdirectories (its nlink) changed too. An answer
+// without them (an older metad's) knows nothing.
+type ChangeResp struct {
+	DirTime int64 `cbor:"1,keyasint,omitempty"`
+	Subdirs bool  `cbor:"2,keyasint,omitempty"`
+}
+
 // MkdirReq creates a directory.
 type MkdirReq struct {
 	ReqID  RequestID `cbor:"1,keyasint"`
@@ -471,17 +481,15 @@ func (c Client) Readlink(ctx context.Context, ino uint64) (*InodeResp, error) {
 func (c Client) ReadDir(ctx context.Context, req *ReadDirReq) (*ReadDirResp, error) {
 	return call[ReadDirReq, ReadDirResp](ctx, c, MethodReadDir, req)
 }
-func (c Client) Unlink(ctx context.Context, req *RemoveReq) error {
-	_, err := call[RemoveReq, Empty](ctx, c, MethodUnlink, req)
-	return err
+func (c Client) Unlink(ctx context.Context, req *RemoveReq) (*ChangeResp, error) {
+	return call[RemoveReq, ChangeResp](ctx, c, MethodUnlink, req)
 }
 func (c Client) Rmdir(ctx context.Context, req *RemoveReq) error {
 	_, err := call[RemoveReq, Empty](ctx, c, MethodRmdir, req)
 	return err
 }
-func (c Client) Rename(ctx context.Context, req *RenameReq) error {
-	_, err := call[RenameReq, Empty](ctx, c, MethodRename, req)
-	return err
+func (c Client) Rename(ctx context.Context, req *RenameReq) (*ChangeResp, error) {
+	return call[RenameReq, ChangeResp](ctx, c, MethodRename, req)
 }
 func (c Client) Close(ctx context.Context, req *CloseReq) (*InodeResp, error) {
 	return call[CloseReq, InodeResp](ctx, c, MethodClose, req)
