@@ -26,7 +26,7 @@ func (f *fileSystem) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string
 	defer done()
 	c := creds(&in.InHeader)
 	c.Umask = in.Umask // the kernel leaves it to metad (CAP_DONT_MASK)
-	defer f.forgetDirAttrs(in.NodeId)
+	defer f.forgetAttrs(in.NodeId)
 	ino, err := f.meta.Mkdir(ctx, in.NodeId, name, in.Mode&07777, c)
 	if err != nil {
 		return f.status(ctx, "mkdir", err)
@@ -45,7 +45,6 @@ func (f *fileSystem) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name strin
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
-	defer f.dropClosedAttrs()
 	c, err := f.meta.UnlinkChange(ctx, metaapi.RemoveReq{Parent: h.NodeId, Name: name})
 	f.followChange(c, err, h.NodeId)
 	return f.status(ctx, "unlink", err)
@@ -77,7 +76,6 @@ func (f *fileSystem) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, 
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
-	defer f.dropClosedAttrs()
 	c, err := f.meta.RenameChange(ctx, metaapi.RenameReq{SrcParent: in.NodeId, SrcName: oldName, DstParent: in.Newdir, DstName: newName, Flags: in.Flags})
 	f.followChange(c, err, in.NodeId, in.Newdir)
 	return f.status(ctx, "rename", err)
@@ -95,8 +93,7 @@ func (f *fileSystem) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, 
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
-	defer f.dropClosedAttr(in.Oldnodeid)
-	defer f.forgetDirAttrs(in.NodeId)
+	defer f.forgetAttrs(in.Oldnodeid, in.NodeId)
 	ino, err := f.meta.Link(ctx, in.Oldnodeid, in.NodeId, name)
 	if err != nil {
 		return f.status(ctx, "link", err)
@@ -117,7 +114,7 @@ func (f *fileSystem) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, n
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
-	defer f.forgetDirAttrs(h.NodeId)
+	defer f.forgetAttrs(h.NodeId)
 	ino, err := f.meta.Symlink(ctx, h.NodeId, name, target, creds(h))
 	if err != nil {
 		return f.status(ctx, "symlink", err)

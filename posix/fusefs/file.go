@@ -181,6 +181,10 @@ func (f *fileSystem) writingLocked(ino uint64) bool { return f.writerLocked(ino)
 func (f *fileSystem) writingNow(ino uint64) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.writingNowLocked(ino)
+}
+
+func (f *fileSystem) writingNowLocked(ino uint64) bool {
 	if oi := f.opened[ino]; oi != nil {
 		for h := range oi.handles {
 			if h.write && (h.live.Load() || h.dirty.Load()) {
@@ -305,7 +309,7 @@ func (f *fileSystem) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Ope
 		return f.virtOpen(in, out)
 	}
 	c := creds(&in.InHeader)
-	defer f.dropClosedAttr(in.NodeId)
+	defer f.forgetAttrs(in.NodeId)
 	ino, session, err := f.meta.Open(ctx, in.NodeId, openFlags(in.Flags)&^os.O_TRUNC, c)
 	if client.Errno(err) == syscall.ENOENT {
 		// The kernel's entry names a file another client removed: ESTALE
@@ -352,7 +356,7 @@ func (f *fileSystem) Create(cancel <-chan struct{}, in *fuse.CreateIn, name stri
 	c.Umask = in.Umask // the kernel leaves it to metad (CAP_DONT_MASK)
 	ino, session, created, err := f.meta.Create(ctx, in.NodeId, name, in.Mode&07777, openFlags(in.Flags)&^os.O_TRUNC, c)
 	if err != nil {
-		f.forgetDirAttrs(in.NodeId)
+		f.forgetAttrs(in.NodeId)
 		return f.status(ctx, "create", err)
 	}
 	if created {
@@ -370,7 +374,7 @@ func (f *fileSystem) Create(cancel <-chan struct{}, in *fuse.CreateIn, name stri
 	}
 	h := f.addHandle(ino, file, session != nil, in.Flags, c)
 	f.keepCache(ino)
-	f.dropClosedAttr(ino.ID)
+	f.forgetAttrs(ino.ID)
 	f.fillEntry(ino, &out.EntryOut)
 	out.OpenOut.Fh = h.id
 	return fuse.OK
@@ -412,7 +416,7 @@ func (f *fileSystem) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
-	defer f.forgetDirAttrs(in.NodeId)
+	defer f.forgetAttrs(in.NodeId)
 	var ino metaapi.Inode
 	var err error
 	c := creds(&in.InHeader)
@@ -444,8 +448,8 @@ func (f *fileSystem) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (
 	if err != nil {
 		return nil, f.status(ctx, "read", err)
 	}
-	if file != nil && f.writer(h.ino) == nil {
-		if lo, hi, ok := f.ra.span(in.Offset, uint64(in.Size), file.Size()); ok && len(buf) >= int(in.Size) {
+	if file != nil && len(buf) >= int(in.Size) {
+		if lo, hi, ok := f.ra.span(in.Offset, uint64(in.Size), file.Size()); ok && f.writer(h.ino) == nil {
 			return f.readAround(ctx, h.ino, file, in, buf, lo, hi)
 		}
 	}

@@ -43,16 +43,12 @@ type fileSystem struct {
 	opened    map[uint64]*openInode // open files by inode
 	dirs      map[uint64]*dirHandle // open directories by handle id
 	seenGen   map[uint64]genSeen    // what the page cache of an inode holds
-	// closedAttrs are files' attributes as their last close here left
-	// them (closeattr.go).
-	closedAttrs map[uint64]closedAttr
-	// dirAttrs are directories' attributes as metad last gave them,
-	// followed through this mount's changes (dirattr.go).
-	dirAttrs map[uint64]dirAttr
-	locked   map[uint64]bool // files this mount took fcntl locks on (locks.go)
-	native   *native.Daemon
-	vers     versTable // the nodes of the old versions' view (versionsview.go)
-	ra       *readAround
+	// known are attributes the mount answers itself (knownattrs.go).
+	known  map[uint64]knownAttr
+	locked map[uint64]bool // files this mount took fcntl locks on (locks.go)
+	native *native.Daemon
+	vers   versTable // the nodes of the old versions' view (versionsview.go)
+	ra     *readAround
 }
 
 type genSeen struct{ gen, length uint64 }
@@ -74,8 +70,7 @@ func newFileSystem(fs *client.FS, opts Options) *fileSystem {
 		opened:        map[uint64]*openInode{},
 		dirs:          map[uint64]*dirHandle{},
 		seenGen:       map[uint64]genSeen{},
-		closedAttrs:   map[uint64]closedAttr{},
-		dirAttrs:      map[uint64]dirAttr{},
+		known:         map[uint64]knownAttr{},
 	}
 	f.native = native.NewDaemon(nativeBackend{f}, opts.OpTimeout, opts.Log)
 	f.ra = newReadAround(readAroundWindow(opts.ReadAroundKB), opts.ReadAroundMaxFile)
@@ -261,10 +256,7 @@ func (f *fileSystem) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fu
 	if st, ok := f.virtGetAttr(in.NodeId, out); ok {
 		return st
 	}
-	ino, ok := f.takeDirAttr(in.NodeId)
-	if !ok {
-		ino, ok = f.takeClosedAttr(in.NodeId)
-	}
+	ino, ok := f.takeAttr(in.NodeId)
 	if !ok {
 		var err error
 		if ino, err = f.meta.Stat(ctx, in.NodeId); err != nil {
@@ -283,8 +275,7 @@ func (f *fileSystem) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fu
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
-	defer f.dropClosedAttr(in.NodeId)
-	defer f.forgetDirAttrs(in.NodeId)
+	defer f.forgetAttrs(in.NodeId)
 	var req metaapi.SetAttrReq
 	if m, ok := in.GetMode(); ok {
 		req.Mask |= metaapi.SetMode

@@ -88,7 +88,7 @@ func (f *fileSystem) afterLock(ctx context.Context, ino uint64) {
 	}
 	f.mu.Lock()
 	delete(f.seenGen, ino)
-	delete(f.closedAttrs, ino)
+	delete(f.known, ino)
 	f.mu.Unlock()
 	f.ra.fence()
 	if f.srv != nil {

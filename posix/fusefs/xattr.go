@@ -63,8 +63,7 @@ func (f *fileSystem) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, attr 
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
-	defer f.dropClosedAttr(in.NodeId)
-	defer f.forgetDirAttrs(in.NodeId)
+	defer f.forgetAttrs(in.NodeId)
 	return f.status(ctx, "setxattr", f.meta.SetXattr(ctx, in.NodeId, attr, data, int(in.Flags)))
 }
 
@@ -77,7 +76,6 @@ func (f *fileSystem) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr 
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
-	defer f.dropClosedAttr(h.NodeId)
-	defer f.forgetDirAttrs(h.NodeId)
+	defer f.forgetAttrs(h.NodeId)
 	return f.status(ctx, "removexattr", f.meta.RemoveXattr(ctx, h.NodeId, attr))
 }
