@@ -10,6 +10,12 @@
 // asks for. Everything else (S3, the console, flyfs admin, every service's
 // own work) is strict: durable when acknowledged, as S3 promises.
 //
+// A relaxed change from a caller in the same process (flyfs server's own
+// mount, through core/rpc's in-process path) is acknowledged once applied,
+// its log record written right after: a crash of the process, which ends
+// that caller with it, may lose the last few of them, as a crash of the
+// machine may lose a window's. Sync and the window cover them as any other.
+//
 // The flag travels with RPC requests (core/rpc's FlagRelaxed) into the
 // handler's context, where the KV layer reads it at commit (core/kv).
 // Stores that sync or replicate every commit (etcd, FoundationDB) ignore
@@ -37,6 +43,21 @@ func Strict(ctx context.Context) context.Context {
 		return ctx
 	}
 	return context.WithValue(ctx, relaxedKey{}, false)
+}
+
+type inProcessKey struct{}
+
+// InProcess returns a context whose relaxed changes come from a caller in
+// this process (see above).
+func InProcess(ctx context.Context) context.Context {
+	return context.WithValue(ctx, inProcessKey{}, true)
+}
+
+// IsInProcess reports whether ctx's relaxed changes come from a caller in
+// this process.
+func IsInProcess(ctx context.Context) bool {
+	r, _ := ctx.Value(inProcessKey{}).(bool)
+	return r && IsRelaxed(ctx)
 }
 
 // IsRelaxed reports whether changes made under ctx may be relaxed.

@@ -44,6 +44,9 @@ type CommitRequest struct {
 	// Relaxed: the commit may be acknowledged before it is durable
 	// (durability.Relaxed); engines that sync every commit ignore it.
 	Relaxed bool
+	// InProcess: a relaxed commit whose caller lives in this process
+	// (durability.InProcess); it may be acknowledged before it is logged.
+	InProcess bool
 
 	// Stamp is set by the engine on commit to the versionstamp it wrote into
 	// Stamped ops (engines whose stamps are their commit versions use MakeStamp).

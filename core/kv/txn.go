@@ -325,7 +325,7 @@ func (t *txn) Commit(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	req := &CommitRequest{ReadKeys: t.readKeys, ReadRanges: t.readRanges, Relaxed: durability.IsRelaxed(ctx)}
+	req := &CommitRequest{ReadKeys: t.readKeys, ReadRanges: t.readRanges, Relaxed: durability.IsRelaxed(ctx), InProcess: durability.IsInProcess(ctx)}
 	if t.snap != nil {
 		req.Snapshot, req.ReadVersion = t.snap, t.snap.Version()
 	}

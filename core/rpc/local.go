@@ -8,12 +8,15 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/flyfs/flyfs/core/durability"
 )
 
 // The in-process path. When a client and a server live in one process (flyfs
 // server runs every role in one) and both set Options.Local, a call to the
 // server's listening address skips the socket: no frames are written or
-// read, no reader or writer goroutine hands the call on, and a pooled
+// read, no goroutine hands the call on (the handler runs on the caller's),
+// and a pooled
 // response payload (a chunk read) reaches the caller without a copy. The
 // call keeps the socket path's contract: the request message is encoded and
 // decoded (the handler never shares the caller's structs), the request
@@ -94,9 +97,14 @@ func (s *Server) callLocal(ctx context.Context, c *Client, method Method, msg, p
 		s.budget.release(charge)
 		return nil, wireError(err)
 	}
-	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	if dl, ok := ctx.Deadline(); ok {
-		hctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), dl)
+	// The handler runs on the caller's goroutine: handed to a goroutine of
+	// its own, every call paid for waking a thread and switching to it, and
+	// back (tens of microseconds on a busy machine, more than most handlers
+	// take). Its context ends with the caller's and at Close, so a handler
+	// that heeds its context ends the call within the caller's deadline.
+	hctx, cancel := context.WithCancel(ctx)
+	if durability.IsRelaxed(ctx) {
+		hctx = durability.InProcess(hctx) // a crash of this process ends the caller too
 	}
 	id, ok := s.startLocal(cancel)
 	if !ok {
@@ -113,62 +121,65 @@ func (s *Server) callLocal(ctx context.Context, c *Client, method Method, msg, p
 		}
 		copy(in, payload)
 	}
-	done := make(chan localResult, 1)
-	go func() {
-		defer s.localDone(id)
-		defer cancel()
-		if h.deep {
-			growStack()
+	r := s.runLocal(hctx, c, h, method, req, in, charge)
+	cancel()
+	s.localDone(id)
+	if r.err != nil {
+		select {
+		case <-s.localStop:
+			// As a closed connection fails its calls, whatever the handler
+			// (canceled by Close) made of it.
+			return nil, unavailable(ErrServerClosed, "%s: connection closed", method)
+		default:
 		}
-		var start time.Time
-		if s.metrics != nil {
-			start = time.Now()
+		if ctx.Err() != nil {
+			return nil, contextError(ctx, method)
 		}
-		resp, out, err := s.invokeLocal(hctx, h, method, req, in)
-		if lim := c.opts.Limits; err == nil && uint64(len(out)) > uint64(lim.MaxPayload) {
-			// Refused here, so the server's metrics count it as over TCP;
-			// the message is encoded only to say its size.
-			msg, _ := encodeLocal(h, method, resp)
-			err = Errorf(ResourceExhausted, "%s: response of %d+%d bytes exceeds the client's limits %d+%d",
-				method, len(msg), len(out), lim.MaxMessage, lim.MaxPayload)
-			resp, out = nil, nil
-		}
-		if s.metrics != nil {
-			s.metrics.observe(method, CodeOf(err), time.Since(start))
-		}
-		out = handOver(h, in, out)
-		if h.borrow && in != nil && !overlaps(in, out) {
-			ReleasePayload(in)
-		}
-		s.budget.release(charge)
-		done <- localResult{resp, out, err}
-	}()
-	select {
-	case r := <-done:
-		if r.err != nil {
-			return nil, wireError(r.err)
-		}
-		// Encoded here, on the caller's stack, like the request.
-		msg, err := encodeLocal(h, method, r.resp)
-		if err != nil {
-			return nil, wireError(err)
-		}
-		if lim := c.opts.Limits; uint64(len(msg)) > uint64(lim.MaxMessage) || uint64(len(r.payload)) > uint64(lim.MaxPayload) {
-			return nil, wireError(Errorf(ResourceExhausted, "%s: response of %d+%d bytes exceeds the client's limits %d+%d",
-				method, len(msg), len(r.payload), lim.MaxMessage, lim.MaxPayload))
-		}
-		if err := decode(msg); err != nil {
-			return nil, Errorf(Internal, "%s: %v", method, err)
-		}
-		return r.payload, nil
-	case <-ctx.Done():
-		cancel() // the handler goes on with a canceled context, as it would remotely
-		return nil, contextError(ctx, method)
-	case <-s.localStop:
-		// As a closed connection fails its calls: at once, whatever the
-		// handler (canceled by Close) makes of it.
-		return nil, unavailable(ErrServerClosed, "%s: connection closed", method)
+		return nil, wireError(r.err)
 	}
+	// Encoded here, on the caller's stack, like the request.
+	msg, err = encodeLocal(h, method, r.resp)
+	if err != nil {
+		return nil, wireError(err)
+	}
+	if lim := c.opts.Limits; uint64(len(msg)) > uint64(lim.MaxMessage) || uint64(len(r.payload)) > uint64(lim.MaxPayload) {
+		return nil, wireError(Errorf(ResourceExhausted, "%s: response of %d+%d bytes exceeds the client's limits %d+%d",
+			method, len(msg), len(r.payload), lim.MaxMessage, lim.MaxPayload))
+	}
+	if err := decode(msg); err != nil {
+		return nil, Errorf(Internal, "%s: %v", method, err)
+	}
+	return r.payload, nil
+}
+
+// runLocal runs the handler of a local call and gives back what the call
+// held against the server's budget.
+func (s *Server) runLocal(ctx context.Context, c *Client, h *handler, method Method, req any, in []byte, charge int64) localResult {
+	if h.deep {
+		growStack()
+	}
+	var start time.Time
+	if s.metrics != nil {
+		start = time.Now()
+	}
+	resp, out, err := s.invokeLocal(ctx, h, method, req, in)
+	if lim := c.opts.Limits; err == nil && uint64(len(out)) > uint64(lim.MaxPayload) {
+		// Refused here, so the server's metrics count it as over TCP;
+		// the message is encoded only to say its size.
+		msg, _ := encodeLocal(h, method, resp)
+		err = Errorf(ResourceExhausted, "%s: response of %d+%d bytes exceeds the client's limits %d+%d",
+			method, len(msg), len(out), lim.MaxMessage, lim.MaxPayload)
+		resp, out = nil, nil
+	}
+	if s.metrics != nil {
+		s.metrics.observe(method, CodeOf(err), time.Since(start))
+	}
+	out = handOver(h, in, out)
+	if h.borrow && in != nil && !overlaps(in, out) {
+		ReleasePayload(in)
+	}
+	s.budget.release(charge)
+	return localResult{resp, out, err}
 }
 
 // handOver makes a handler's response payload the caller's: a pooled one is

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/flyfs/flyfs/core/durability"
 	"github.com/flyfs/flyfs/core/rpc"
 )
 
@@ -16,6 +18,7 @@ const (
 	methodKeep   rpc.Method = 0xf0a0 // keeps the request payload (not borrowed), answers it back
 	methodPooled rpc.Method = 0xf0a1 // answers a pooled copy of the request payload
 	methodCached rpc.Method = 0xf0a2 // answers the same buffer every time (not pooled)
+	methodDurab  rpc.Method = 0xf0a3 // answers whether its context is relaxed, and in-process
 )
 
 // localServer starts a Local server with the test methods and returns it
@@ -288,5 +291,29 @@ func TestLocalResponseOverClientLimits(t *testing.T) {
 	_, _, gotErr = callEcho(context.Background(), local, ts.addr, "big answer", make([]byte, 2000))
 	if !errors.Is(gotErr, rpc.ErrResourceExhausted) || wantErr == nil || gotErr.Error() != wantErr.Error() {
 		t.Fatalf("an answer over the client's limits: local %v, tcp %v", gotErr, wantErr)
+	}
+}
+
+// A relaxed call that stays in the process tells its handler so: the
+// caller ends with the process (core/durability); a strict one stays strict.
+func TestLocalRelaxedCallsAreInProcess(t *testing.T) {
+	ts, c, _ := localServer(t, rpc.Options{}, rpc.Options{})
+	rpc.Handle(ts.srv, methodDurab, func(ctx context.Context, _ *echoReq, _ []byte) (*echoResp, []byte, error) {
+		return &echoResp{Text: fmt.Sprint(durability.IsRelaxed(ctx), durability.IsInProcess(ctx))}, nil, nil
+	})
+	for _, tc := range []struct {
+		ctx  context.Context
+		want string
+	}{
+		{context.Background(), "false false"},
+		{durability.Relaxed(context.Background()), "true true"},
+	} {
+		r, _, err := rpc.Call[echoReq, echoResp](tc.ctx, c, ts.addr, methodDurab, &echoReq{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Text != tc.want {
+			t.Fatalf("relaxed and in-process: %q, want %q", r.Text, tc.want)
+		}
 	}
 }

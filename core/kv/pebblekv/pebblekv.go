@@ -53,6 +53,10 @@ type Options struct {
 	SyncWindow time.Duration
 	// CacheBytes is Pebble's block cache size; default 64 MiB.
 	CacheBytes int64
+	// MemTableBytes is Pebble's memtable size; default 64 MiB, so that what
+	// was written lately (small files' data among it, metad/ns/inline.go)
+	// is read from memory rather than from a table a flush wrote.
+	MemTableBytes uint64
 	// KV bounds transactions and configures retries.
 	KV kv.Options
 	// FS is the file system under the store (nil: the operating system's);
@@ -94,9 +98,12 @@ func Open(dir string, opts Options) (*kv.DB, error) {
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = 64 << 20
 	}
+	if opts.MemTableBytes == 0 {
+		opts.MemTableBytes = 64 << 20
+	}
 	e := &engine{cache: pebble.NewCache(opts.CacheBytes), sync: !opts.NoSync, resolver: conflict.New(10 * time.Second),
 		open: map[*snapshot]struct{}{}, window: max(opts.SyncWindow, 0), stop: make(chan struct{})}
-	db, err := pebble.Open(dir, &pebble.Options{Cache: e.cache, Logger: QuietLogger{}, FS: e.wal.FS(opts.FS)})
+	db, err := pebble.Open(dir, &pebble.Options{Cache: e.cache, Logger: QuietLogger{}, FS: e.wal.FS(opts.FS), MemTableSize: opts.MemTableBytes})
 	if err != nil {
 		e.cache.Unref()
 		// Another process holds the lock (EAGAIN), or this one does.
@@ -213,8 +220,24 @@ func (e *engine) Commit(ctx context.Context, req *kv.CommitRequest) (int64, erro
 	var vb [8]byte
 	binary.BigEndian.PutUint64(vb[:], uint64(v))
 	batch.Set(versionKey, vb[:], nil)
-	// Every commit waits for its WAL record to be written; only a durable
-	// one makes that wait include the fsync (WALSync).
+	if req.Relaxed && req.InProcess && e.window > 0 {
+		// Its caller dies with this process: acknowledged once applied,
+		// its WAL record queued behind every earlier one (a later sync
+		// covers it).
+		err := e.db.Apply(batch, pebble.NoSync)
+		if err == nil {
+			e.wal.Queued()
+			e.resolver.Record(v, req.WriteKeys(req.Stamp), req.ClearRanges, time.Now())
+			e.version = v
+		}
+		e.mu.Unlock()
+		if err != nil {
+			return 0, kv.Wrap(kv.CodeMaybeCommitted, err, "pebble apply")
+		}
+		return v, nil
+	}
+	// Every other commit waits for its WAL record to be written; only a
+	// durable one makes that wait include the fsync (WALSync).
 	if e.sync && !(req.Relaxed && e.window > 0) {
 		defer e.wal.Durable()()
 	}

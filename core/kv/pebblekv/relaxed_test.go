@@ -70,14 +70,30 @@ func survivors(t *testing.T, fs vfs.FS) int {
 	return n
 }
 
+// relaxedCtxs are the two kinds of relaxed commit: a remote caller's (its
+// WAL record written before the acknowledgement) and an in-process one's
+// (only queued).
+var relaxedCtxs = []struct {
+	name string
+	ctx  context.Context
+}{
+	{"remote caller", durability.Relaxed(context.Background())},
+	{"in-process caller", durability.InProcess(durability.Relaxed(context.Background()))},
+}
+
 func TestRelaxedCommitsDurableAfterSync(t *testing.T) {
+	for _, rc := range relaxedCtxs {
+		t.Run(rc.name, func(t *testing.T) { testRelaxedDurableAfterSync(t, rc.ctx) })
+	}
+}
+
+func testRelaxedDurableAfterSync(t *testing.T, ctx context.Context) {
 	fs := vfs.NewCrashableMem()
 	db, err := pebblekv.Open("db", pebblekv.Options{FS: fs, SyncWindow: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	ctx := durability.Relaxed(context.Background())
 	commitSeq(t, ctx, db, 0, 200)
 	if err := db.Sync(context.Background()); err != nil {
 		t.Fatal(err)
@@ -106,13 +122,19 @@ func TestRelaxedCommitsDurableAfterSync(t *testing.T) {
 }
 
 func TestRelaxedCommitsDurableWithinWindow(t *testing.T) {
+	for _, rc := range relaxedCtxs {
+		t.Run(rc.name, func(t *testing.T) { testRelaxedDurableWithinWindow(t, rc.ctx) })
+	}
+}
+
+func testRelaxedDurableWithinWindow(t *testing.T, ctx context.Context) {
 	fs := vfs.NewCrashableMem()
 	db, err := pebblekv.Open("db", pebblekv.Options{FS: fs, SyncWindow: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	commitSeq(t, durability.Relaxed(context.Background()), db, 0, 50)
+	commitSeq(t, ctx, db, 0, 50)
 	// The background sync runs every window; give a loaded machine many.
 	deadline := time.Now().Add(30 * time.Second)
 	for survivors(t, fs.CrashClone(vfs.CrashCloneCfg{})) != 50 {
@@ -127,6 +149,12 @@ func TestRelaxedCommitsDurableWithinWindow(t *testing.T) {
 // not on the disk yet (what makes them cheap): a crash that keeps nothing
 // unsynced loses them.
 func TestRelaxedCommitsSkipTheFsync(t *testing.T) {
+	for _, rc := range relaxedCtxs {
+		t.Run(rc.name, func(t *testing.T) { testRelaxedSkipTheFsync(t, rc.ctx) })
+	}
+}
+
+func testRelaxedSkipTheFsync(t *testing.T, ctx context.Context) {
 	fs := vfs.NewCrashableMem()
 	db, err := pebblekv.Open("db", pebblekv.Options{FS: fs, SyncWindow: time.Hour})
 	if err != nil {
@@ -134,7 +162,7 @@ func TestRelaxedCommitsSkipTheFsync(t *testing.T) {
 	}
 	defer db.Close()
 	commitSeq(t, context.Background(), db, 0, 10)
-	commitSeq(t, durability.Relaxed(context.Background()), db, 10, 100)
+	commitSeq(t, ctx, db, 10, 100)
 	if n := survivors(t, fs.CrashClone(vfs.CrashCloneCfg{})); n != 10 {
 		t.Fatalf("a crash keeping only synced bytes kept %d commits, want the 10 durable ones: relaxed commits were synced", n)
 	}
