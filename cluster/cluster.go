@@ -312,7 +312,11 @@ func (c *Cluster) WaitMetads(ctx context.Context, n int) error {
 // metads, when given, bind it to those metadata services instead of the
 // ones mgmtd lists. The caller closes it.
 func (c *Cluster) Dial(ctx context.Context, party string, metads []string) (*client.FS, error) {
-	cfg := client.Config{Mgmtd: c.MgmtdAddrs(), Token: c.cfg.Token, Logger: c.cfg.Logger, Metad: metads, Local: c.local()}
+	cfg := client.Config{Mgmtd: c.MgmtdAddrs(), Token: c.cfg.Token, Logger: c.cfg.Logger, Metad: metads, Local: c.local(),
+		InlineMax: c.inlineFileMax()}
+	if cfg.InlineMax == 0 {
+		cfg.InlineMax = -1 // metad keeps none: hold none
+	}
 	if party == "client" { // the front ends' shared client
 		cfg.Registerer = c.Registerer("client")
 	}

@@ -80,9 +80,12 @@ type Config struct {
 	GCGrace time.Duration
 	// TrashDays keeps removed files and trees in /.flyfs-trash that many
 	// days (0: no trash).
-	TrashDays  int
-	GCInterval time.Duration
-	ReapEvery  time.Duration
+	TrashDays int
+	// InlineFileMax is the largest file metad keeps in its inode (0: the
+	// client's DefaultInlineMax; negative: none).
+	InlineFileMax int
+	GCInterval    time.Duration
+	ReapEvery     time.Duration
 
 	// RPCLimits holds the bounds of every role's RPC server (MaxConns,
 	// MaxInflightBytes, FrameTimeout, MinFrameRate, IdleTimeout; zero:

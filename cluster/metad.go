@@ -52,7 +52,7 @@ func (c *Cluster) StartMetad(i int) error {
 		rc.Close()
 		return fmt.Errorf("metad %s: %w", m.Name, err)
 	}
-	srv, err := metad.New(metad.Config{KV: c.metaKV, Namespace: ns.Options{GCGrace: c.cfg.GCGrace, TrashDays: c.cfg.TrashDays}, Routing: src, Storage: rc,
+	srv, err := metad.New(metad.Config{KV: c.metaKV, Namespace: ns.Options{GCGrace: c.cfg.GCGrace, TrashDays: c.cfg.TrashDays, InlineMax: c.inlineFileMax()}, Routing: src, Storage: rc,
 		RPC: c.roleRPC(m.Name, "metad"), Logger: c.cfg.Logger, Registerer: c.Registerer("metad"), DefaultChunkSize: c.cfg.ChunkSize, DefaultStripe: c.cfg.Stripe,
 		GCInterval: c.cfg.GCInterval, Mgmtd: src.Mgmtd(), Addr: m.Addr, ID: m.Name, ReapEvery: c.cfg.ReapEvery,
 		MasterKey: c.cfg.MasterKey})
@@ -93,4 +93,19 @@ func (c *Cluster) Metad(i int) *metad.Server {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.srv
+}
+
+// inlineFileMax is the largest file metad keeps in its inode, for both
+// metad and the cluster's clients (0: none). The metadata store does not
+// encrypt, so a cluster that encrypts chunk content at rest keeps every
+// file's bytes in chunks.
+func (c *Cluster) inlineFileMax() int {
+	switch n := c.cfg.InlineFileMax; {
+	case n < 0 || c.cfg.EncryptionKey != nil:
+		return 0
+	case n == 0:
+		return client.DefaultInlineMax
+	default:
+		return n
+	}
 }

@@ -64,6 +64,7 @@ type Server struct {
 	log     *slog.Logger
 	routing routing.Source
 	storage storageapi.Client
+	chunks  *client.ChunkIO // spills inline files (nil without Storage)
 	stop    context.CancelFunc
 	done    chan struct{}
 	bg      sync.WaitGroup // registration and session reaping
@@ -96,6 +97,9 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	if cfg.Routing == nil || cfg.Storage == nil {
+		cfg.Namespace.InlineMax = 0 // an inline file could not be written to again
+	}
 	n, err := ns.New(cfg.KV, cfg.Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("metad: %w", err)
@@ -112,6 +116,7 @@ func New(cfg Config) (*Server, error) {
 			cfg.GCBatch = 64
 		}
 		s.storage = storageapi.Client{RPC: cfg.Storage}
+		s.chunks = client.NewChunkIO(cfg.Routing, cfg.Storage, 0)
 		go func() { defer close(s.done); s.runGC(ctx, cfg.GCInterval, cfg.GCBatch) }()
 	} else {
 		close(s.done)
@@ -204,7 +209,14 @@ func toWire(in ns.Inode) metaapi.Inode {
 		TruncateVer: in.TruncateVer, Layout: in.Layout, Target: in.Target, Gen: in.Gen, Implicit: in.Implicit, StripeHint: in.StripeHint,
 		Rdev: in.Rdev, VersionID: in.VersionID, Versions: in.Versions,
 		RetainUntil: in.RetainUntil, RetainMode: metaapi.RetainMode(in.RetainMode), LegalHold: in.LegalHold,
-		Data: in.Data, Layers: in.Layers}
+		Data: in.Data, Layers: in.Layers, Inline: in.Inline, InlineOmitted: in.InlineLen > 0 && in.Inline == nil}
+}
+
+// listWire is toWire for a listing: an inline file's bytes are left out (a
+// page of small files would carry them all), and said to be.
+func listWire(in ns.Inode) metaapi.Inode {
+	in.Inline = nil
+	return toWire(in)
 }
 
 func inodeResp(in ns.Inode, err error) (*metaapi.InodeResp, []byte, error) {
@@ -244,8 +256,12 @@ func (s *Server) readlink(ctx context.Context, r *metaapi.InodeReq, _ []byte) (*
 func clientID(c uint64) ns.ClientID { return ns.ClientID(strconv.FormatUint(c, 16)) }
 
 func (s *Server) create(ctx context.Context, r *metaapi.CreateReq, _ []byte) (*metaapi.CreateResp, []byte, error) {
-	res, err := s.ns.Create(ctx, ns.CreateRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name, Mode: r.Mode,
-		Exclusive: r.Exclusive, Truncate: r.Truncate, Write: r.Write, Client: clientID(r.Client), UID: r.UID, GID: r.GID, Umask: r.Umask})
+	var res ns.CreateResult
+	err := s.spillRetry(ctx, func() (err error) {
+		res, err = s.ns.Create(ctx, ns.CreateRequest{ReqID: ns.RequestID(r.ReqID), Parent: r.Parent, Name: r.Name, Mode: r.Mode,
+			Exclusive: r.Exclusive, Truncate: r.Truncate, Write: r.Write, Client: clientID(r.Client), UID: r.UID, GID: r.GID, Umask: r.Umask})
+		return err
+	})
 	if err != nil {
 		return nil, nil, wire(err)
 	}
@@ -313,7 +329,7 @@ func (s *Server) readDir(ctx context.Context, r *metaapi.ReadDirReq, _ []byte) (
 		}
 		for i := range ins {
 			if ins[i] != nil {
-				w := toWire(*ins[i])
+				w := listWire(*ins[i])
 				resp.Entries[i].Inode = &w
 				resp.Entries[i].Xattr = vals[i]
 			}
@@ -357,7 +373,7 @@ func (s *Server) close(ctx context.Context, r *metaapi.CloseReq, _ []byte) (*met
 	if err := cbor.Unmarshal(r.Session, &sess); err != nil {
 		return nil, nil, metaapi.ErrnoError(syscall.EBADF, "bad session handle")
 	}
-	in, err := s.ns.Close(ctx, sess, &ns.LengthHint{TruncateVer: r.TruncateVer, Length: r.Length, Wrote: r.Wrote})
+	in, err := s.ns.Close(ctx, sess, &ns.LengthHint{TruncateVer: r.TruncateVer, Length: r.Length, Wrote: r.Wrote, Inline: r.Inline})
 	if err == nil && r.Wrote && !r.Exact {
 		in, err = s.settleIfLastWriter(ctx, in)
 	}
@@ -374,7 +390,11 @@ func (s *Server) mkdirAll(ctx context.Context, r *metaapi.MkdirAllReq, _ []byte)
 }
 
 func (s *Server) open(ctx context.Context, r *metaapi.OpenReq, _ []byte) (*metaapi.OpenResp, []byte, error) {
-	res, err := s.ns.Open(ctx, r.Ino, r.Flags, clientID(r.Client))
+	var res ns.OpenResult
+	err := s.spillRetry(ctx, func() (err error) {
+		res, err = s.ns.Open(ctx, r.Ino, r.Flags, clientID(r.Client))
+		return err
+	})
 	if err != nil {
 		return nil, nil, wire(err)
 	}

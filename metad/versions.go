@@ -51,7 +51,7 @@ func (s *Server) getVersioning(ctx context.Context, r *metaapi.VersioningReq, _ 
 func versionToWire(e ns.VersionEntry) metaapi.VersionEntry {
 	w := metaapi.VersionEntry{Key: e.Key, Seq: e.Seq, ID: e.ID, Time: e.Time, DeleteMarker: !e.Prefix && e.DeleteMarker(), Prefix: e.Prefix}
 	if e.Inode != nil {
-		in := toWire(*e.Inode)
+		in := listWire(*e.Inode)
 		w.Inode = &in
 	}
 	return w

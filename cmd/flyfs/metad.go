@@ -33,6 +33,7 @@ func metadCmd() *cobra.Command {
 		limits    rpc.Options // server bounds
 		gcGrace   time.Duration
 		trashDays int
+		inlineMax int
 		mgmtds    []string
 		obsOpts   observeOptions
 	)
@@ -82,7 +83,7 @@ one), and any can be restarted; clients retry on another with the same request i
 				return err
 			}
 			cfg := metad.Config{KV: db, RPC: withLimits(rpc.Options{Token: token, Logger: log, Registerer: reg}, limits), Logger: log, Addr: l.Addr().String(), MasterKey: master,
-				Namespace: ns.Options{GCGrace: graceOption(gcGrace), TrashDays: trashDays}, Registerer: reg}
+				Namespace: ns.Options{GCGrace: graceOption(gcGrace), TrashDays: trashDays, InlineMax: inlineMax}, Registerer: reg}
 			if advertise != "" {
 				cfg.Addr = advertise // what clients dial: a name or address reachable from them
 			}
@@ -132,6 +133,7 @@ one), and any can be restarted; clients retry on another with the same request i
 	addTokenFlags(f, &tok)
 	addRPCFlags(f, &limits)
 	f.DurationVar(&gcGrace, "gc-grace", 5*time.Minute, "how long removed files keep their chunks, so readers that have them open keep reading (0: none; flyfs admin gc collects now)")
+	f.IntVar(&inlineMax, "inline-file-max", client.DefaultInlineMax, "keep the data of files up to this many bytes, written whole by one writer, in their inodes instead of in chunks (0: never). The metadata store does not encrypt: set 0 where storage encrypts chunk content at rest")
 	f.IntVar(&trashDays, "trash-days", 0, "keep removed files and trees in /.flyfs-trash this many days, restorable with flyfs admin trash (0: no trash); every metad of a cluster takes the same")
 	f.StringVar(&masterKey, "master-key-file", "", "file holding the master key that seals access-key secrets, 64 hex digits (env FLYFS_MASTER_KEY_FILE, or the key itself in FLYFS_MASTER_KEY); every metad of a cluster needs the same; default with pebble: <data>/master.key, drawn on the first start")
 	f.StringSliceVar(&mgmtds, "mgmtd", nil, "cluster manager addresses: chain tables for new files, and GC of removed files' chunks")

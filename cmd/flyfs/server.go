@@ -15,6 +15,7 @@ import (
 	"github.com/flyfs/flyfs/cluster/frontend"
 	"github.com/flyfs/flyfs/console"
 	"github.com/flyfs/flyfs/core/access"
+	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/kv/kvopen"
 	"github.com/flyfs/flyfs/core/rpc"
 	"github.com/flyfs/flyfs/gateway"
@@ -45,6 +46,7 @@ type serverOptions struct {
 	rpc                  rpc.Options // bounds of every role's RPC server
 	gcGrace              time.Duration
 	trashDays            int
+	inlineFileMax        int
 	encryptionKeyFile    string
 	checksumSegment      string
 	storage              storageDurability
@@ -95,6 +97,7 @@ its own subcommand and talks to the others over loopback. Restarting on the same
 	addHTTPFlags(f, &o.http)
 	addRPCFlags(f, &o.rpc)
 	f.DurationVar(&o.gcGrace, "gc-grace", 5*time.Minute, "how long removed files keep their chunks, so readers that have them open keep reading (0: none; flyfs admin gc collects now)")
+	f.IntVar(&o.inlineFileMax, "inline-file-max", client.DefaultInlineMax, "keep the data of files up to this many bytes, written whole by one writer, in their inodes instead of in chunks (negative: never; off with --encryption-key-file: the metadata store does not encrypt)")
 	f.IntVar(&o.trashDays, "trash-days", 0, "keep removed files and trees in /.flyfs-trash this many days, restorable with flyfs admin trash (0: no trash)")
 	f.StringVar(&o.encryptionKeyFile, "encryption-key-file", "", encryptionKeyHelp)
 	f.StringVar(&o.checksumSegment, "checksum-segment", "4KiB", segmentHelp)
@@ -157,7 +160,7 @@ func runServer(ctx context.Context, o serverOptions, out io.Writer) error {
 	c, err := cluster.Start(ctx, cluster.Config{Dir: o.dataDir, KV: db, NoSync: o.noSync, Token: token, InsecureNoToken: token == "",
 		EncryptionKey: encKey, SegmentSize: segment, SyncWindow: o.storage.syncWindow, InlineMax: inline,
 		MgmtdAddrs: []string{o.mgmtdAddr}, Nodes: o.disks, Chains: o.chains, Replicas: o.replicas,
-		Metads: 1, MetadAddrs: []string{o.metadAddr}, RPCLimits: o.rpc, GCGrace: graceOption(o.gcGrace), TrashDays: o.trashDays, Logger: log,
+		Metads: 1, MetadAddrs: []string{o.metadAddr}, RPCLimits: o.rpc, GCGrace: graceOption(o.gcGrace), TrashDays: o.trashDays, InlineFileMax: o.inlineFileMax, Logger: log,
 		Metrics: obs.reg, Local: true})
 	if err != nil {
 		if ctx.Err() != nil {

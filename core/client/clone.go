@@ -42,5 +42,5 @@ func (f *File) ShareFrom(ctx context.Context, src uint64) (*File, error) {
 	if err != nil {
 		return nil, pathErr("copy", f.path, err)
 	}
-	return f.fs.file(f.path, in, session)
+	return f.fs.file(ctx, f.path, in, session)
 }

@@ -39,6 +39,10 @@ type Config struct {
 	// and its RPC calls as flyfs_rpc_client_*; docs/metrics.md). Clients of
 	// one process may share it: their figures add up.
 	Registerer prometheus.Registerer
+	// InlineMax is the largest file whose data a close sends to metad to
+	// keep in the inode (inline.go; default DefaultInlineMax, negative:
+	// none).
+	InlineMax int
 }
 
 // Dial connects to a cluster: routing from mgmtd (kept current), metad
@@ -81,6 +85,9 @@ func Dial(ctx context.Context, cfg Config) (*FS, error) {
 	}
 	if cfg.MetaRetry > 0 {
 		fs.MetaRetry = cfg.MetaRetry
+	}
+	if cfg.InlineMax != 0 {
+		fs.SetInlineMax(cfg.InlineMax)
 	}
 	bg, stop := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)

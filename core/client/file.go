@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,6 +39,14 @@ type File struct {
 	// ReportEvery, so other clients see a growing file grow).
 	reported  time.Time
 	reporting bool
+
+	// Inline data (inline.go): while holding, writes stay in held (under
+	// holdMu) instead of going to storage, for a close that has metad keep
+	// them in the inode.
+	holdMu    sync.Mutex
+	holding   atomic.Bool
+	held      []byte
+	heldSpans []span // the ranges of held written (the rest reads zeros)
 }
 
 // ReportEvery is how often a writer reports its length to metad while it
@@ -49,15 +59,23 @@ func (fs *FS) OpenInode(ctx context.Context, in metaapi.Inode, session []byte) (
 	if in.Type == metaapi.TypeDir {
 		return nil, pathErr("open", "", syscall.EISDIR)
 	}
-	return fs.file("", in, session)
+	return fs.file(ctx, "", in, session)
 }
 
-func (fs *FS) file(p string, in metaapi.Inode, session []byte) (*File, error) {
+func (fs *FS) file(ctx context.Context, p string, in metaapi.Inode, session []byte) (*File, error) {
 	if in.Type.Special() {
 		// Its data is whatever the kernel that opens it makes of it.
 		return nil, pathErr("open", p, fmt.Errorf("a %s has no data in flyfs: %w", in.Type, syscall.ENXIO))
 	}
+	if in.InlineOmitted && session == nil { // a read open answers the bytes
+		fresh, _, err := fs.Meta().Open(ctx, in.ID, os.O_RDONLY, Creds{})
+		if err != nil {
+			return nil, pathErr("open", p, err)
+		}
+		in = fresh
+	}
 	f := &File{fs: fs, path: p, inode: in, session: session, reported: time.Now(), sole: true}
+	f.holding.Store(session != nil && mayInline(in, fs.inlineMax))
 	l := in.Layout
 	chains, ok := fs.routing.Current().Table(l.TableID, l.TableVersion)
 	if !ok {
@@ -118,23 +136,16 @@ func (f *File) writeAt(ctx context.Context, p []byte, off int64) (int, error) {
 	if uint64(off)+uint64(len(p)) > metaapi.MaxFileSize {
 		return 0, pathErr("write", f.path, syscall.EFBIG)
 	}
-	if err := f.ensureHint(ctx, uint64(off)+uint64(len(p))); err != nil {
-		return 0, pathErr("write", f.path, err)
+	if f.holding.Load() {
+		held, err := f.holdWrite(ctx, p, uint64(off))
+		if err != nil {
+			return 0, pathErr("write", f.path, err)
+		}
+		if held {
+			return len(p), nil
+		}
 	}
-	l := f.inode.Layout
-	done := f.fs.changing(f.inode.ID)
-	err := f.forPieces(ctx, uint64(off), uint64(len(p)), func(ctx context.Context, pc layout.Piece, chain routing.ChainID) error {
-		data := p[pc.OffsetInBuffer : pc.OffsetInBuffer+uint64(pc.Length)]
-		_, err := f.fs.chunks.Update(ctx, Update{Chain: chain, Chunk: layout.MakeChunkID(f.inode.DataID(), pc.ChunkIndex),
-			Kind: storageapi.KindWrite, Offset: pc.OffsetInChunk, Data: data, ChunkSize: l.ChunkSize,
-			Base: layout.LayerChunks(f.inode.Layers, pc.ChunkIndex, l.ChunkSize)})
-		return err
-	})
-	done() // landed or maybe landed: cached blocks of the file are stale
-	if err != nil {
-		f.mu.Lock()
-		f.uncertain = true
-		f.mu.Unlock()
+	if err := f.writeChunks(ctx, p, uint64(off)); err != nil {
 		return 0, pathErr("write", f.path, err)
 	}
 	f.mu.Lock()
@@ -149,6 +160,29 @@ func (f *File) writeAt(ctx context.Context, p []byte, off int64) (int, error) {
 		go f.reportInBackground()
 	}
 	return len(p), nil
+}
+
+// writeChunks writes p at off to the file's chunks.
+func (f *File) writeChunks(ctx context.Context, p []byte, off uint64) error {
+	if err := f.ensureHint(ctx, off+uint64(len(p))); err != nil {
+		return err
+	}
+	l := f.inode.Layout
+	done := f.fs.changing(f.inode.ID)
+	err := f.forPieces(ctx, off, uint64(len(p)), func(ctx context.Context, pc layout.Piece, chain routing.ChainID) error {
+		data := p[pc.OffsetInBuffer : pc.OffsetInBuffer+uint64(pc.Length)]
+		_, err := f.fs.chunks.Update(ctx, Update{Chain: chain, Chunk: layout.MakeChunkID(f.inode.DataID(), pc.ChunkIndex),
+			Kind: storageapi.KindWrite, Offset: pc.OffsetInChunk, Data: data, ChunkSize: l.ChunkSize,
+			Base: layout.LayerChunks(f.inode.Layers, pc.ChunkIndex, l.ChunkSize)})
+		return err
+	})
+	done() // landed or maybe landed: cached blocks of the file are stale
+	if err != nil {
+		f.mu.Lock()
+		f.uncertain = true
+		f.mu.Unlock()
+	}
+	return err
 }
 
 // WriteAt implements io.WriterAt.
@@ -175,13 +209,16 @@ func (f *File) readAt(ctx context.Context, p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, pathErr("read", f.path, syscall.EINVAL)
 	}
+	if err := f.spill(ctx); err != nil { // this handle's held writes are read from storage
+		return 0, pathErr("read", f.path, err)
+	}
 	size := f.Size()
 	if uint64(off) >= size {
 		return 0, io.EOF
 	}
 	n := min(uint64(len(p)), size-uint64(off))
 	var err error
-	if c := f.fs.blocks.Load(); c != nil && f.session == nil {
+	if c := f.fs.blocks.Load(); c != nil && f.session == nil && len(f.inode.Inline) == 0 {
 		err = f.readCached(ctx, c, p[:n], uint64(off), size)
 	} else {
 		var jobs []readJob
@@ -205,6 +242,9 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 
 // report sends the length hint now; wrote says data changed since the last.
 func (f *File) report(ctx context.Context) error {
+	if err := f.spill(ctx); err != nil { // what it reports must be readable
+		return err
+	}
 	f.mu.Lock()
 	end, wrote, tv, ino := f.end, f.wrote, f.inode.TruncateVer, f.inode.ID
 	f.wrote = false
@@ -273,6 +313,9 @@ func (f *File) Truncate(ctx context.Context, size int64) error {
 	if size < 0 {
 		return pathErr("truncate", f.path, syscall.EINVAL)
 	}
+	if err := f.spill(ctx); err != nil {
+		return pathErr("truncate", f.path, err)
+	}
 	// While its changes are the file's only ones, the truncate is made
 	// conditional on the Gen they left, so that the Gen it leaves is known
 	// to be its own as well.
@@ -333,6 +376,9 @@ func (f *File) CloseContext(ctx context.Context) error {
 	if f.session == nil {
 		return nil
 	}
+	if done, err := f.closeHeld(ctx); done {
+		return err
+	}
 	f.mu.Lock()
 	end, wrote, tv, exact := f.end, f.wrote, f.inode.TruncateVer, !f.uncertain
 	f.mu.Unlock()
@@ -342,14 +388,19 @@ func (f *File) CloseContext(ctx context.Context) error {
 	if err != nil {
 		return pathErr("close", f.path, err)
 	}
+	f.closed(r.Inode, wrote)
+	return nil
+}
+
+// closed takes the inode a close answered with.
+func (f *File) closed(in metaapi.Inode, wrote bool) {
 	f.mu.Lock()
-	f.noteGen(r.Inode.Gen, wrote)
-	f.inode, f.session, f.wrote = r.Inode, nil, false
+	f.noteGen(in.Gen, wrote)
+	f.inode, f.session, f.wrote = in, nil, false
 	f.mu.Unlock()
 	if f.path != "" { // a file opened by inode (OpenInode) has no path to cache
-		f.fs.cache.put(path.Clean("/"+f.path), r.Inode) // with its settled length
+		f.fs.cache.put(path.Clean("/"+f.path), in) // with its settled length
 	}
-	return nil
 }
 
 // Close implements io.Closer.

@@ -31,6 +31,10 @@ type readJob struct {
 
 // readJobsFor cuts the file range [off, off+len(p)) into jobs that fill p.
 func (f *File) readJobsFor(p []byte, off uint64) ([]readJob, error) {
+	if inl := f.inode.Inline; len(inl) > 0 {
+		fillInline(p, off, inl) // the bytes came with the inode
+		return nil, nil
+	}
 	l := f.inode.Layout
 	pieces, err := l.Split(off, uint64(len(p)))
 	if err != nil {
@@ -172,6 +176,9 @@ func (f *File) ReadV(ctx context.Context, reqs []ReadReq) (err error) {
 }
 
 func (f *File) readV(ctx context.Context, reqs []ReadReq) error {
+	if err := f.spill(ctx); err != nil { // this handle's held writes are read from storage
+		return pathErr("read", f.path, err)
+	}
 	size := f.Size()
 	var jobs []readJob
 	for i := range reqs {
@@ -263,4 +270,15 @@ func copyOverlap(p []byte, off uint64, data []byte, at uint64) {
 	if lo < hi {
 		copy(p[lo-off:hi-off], data[lo-at:hi-at])
 	}
+}
+
+// fillInline fills p, the file range [off, off+len(p)), from an inline
+// file's bytes: zeros past them (up to the length, which the caller keeps
+// p within).
+func fillInline(p []byte, off uint64, inline []byte) {
+	n := 0
+	if off < uint64(len(inline)) {
+		n = copy(p, inline[off:])
+	}
+	clear(p[n:])
 }

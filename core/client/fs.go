@@ -35,6 +35,7 @@ type FS struct {
 	metrics   *fsMetrics                 // nil unless dialed with Config.Registerer
 	blocks    atomic.Pointer[blockCache] // nil unless SetMemoryCache
 	locks     lockSession
+	inlineMax int // the largest file held for an inline close (inline.go)
 }
 
 // DefaultInodeTTL is how long a path lookup is trusted: changes made by other
@@ -137,7 +138,7 @@ func (fs *FS) SetInodeTTL(d time.Duration) { fs.cache = newInodeCache(d, 1<<20) 
 // NewFS returns an FS over the metad addresses, routing and an rpc client.
 func NewFS(src routing.Source, rc *rpc.Client, metadAddrs []string, chunks *ChunkIO) *FS {
 	fs := &FS{rc: rc, chunks: chunks, routing: src, clientID: chunks.clientID,
-		cache: newInodeCache(DefaultInodeTTL, 1<<20), MetaRetry: 10 * time.Second}
+		cache: newInodeCache(DefaultInodeTTL, 1<<20), MetaRetry: 10 * time.Second, inlineMax: DefaultInlineMax}
 	fs.keys = &Keys{fs: fs, cache: map[string]cachedKey{}}
 	fs.setMetad(metadAddrs)
 	return fs
@@ -333,7 +334,7 @@ func (fs *FS) Create(ctx context.Context, p string, mode uint32) (*File, error) 
 		return nil, pathErr("create", p, err)
 	}
 	fs.cache.put(path.Clean("/"+p), r.Inode)
-	return fs.file(p, r.Inode, r.Session)
+	return fs.file(ctx, p, r.Inode, r.Session)
 }
 
 // Open opens a file for reading. It always asks metad (close-to-open: a file
@@ -346,7 +347,7 @@ func (fs *FS) Open(ctx context.Context, p string) (*File, error) {
 	if in.Type == metaapi.TypeDir {
 		return nil, pathErr("open", p, syscall.EISDIR)
 	}
-	return fs.file(p, in, nil)
+	return fs.file(ctx, p, in, nil)
 }
 
 // OpenFile opens a path with open(2) flags (O_CREATE, O_EXCL, O_TRUNC,
@@ -367,7 +368,7 @@ func (fs *FS) OpenFile(ctx context.Context, p string, flags int, mode uint32) (*
 			}
 			fs.cache.forget(path.Clean("/" + p))
 		}
-		return fs.file(p, in, session)
+		return fs.file(ctx, p, in, session)
 	}
 	dir, name := path.Split(path.Clean("/" + p))
 	parent, err := fs.resolve(ctx, dir)
@@ -379,5 +380,5 @@ func (fs *FS) OpenFile(ctx context.Context, p string, flags int, mode uint32) (*
 	if err != nil {
 		return nil, pathErr("open", p, err)
 	}
-	return fs.file(p, in, session)
+	return fs.file(ctx, p, in, session)
 }

@@ -21,7 +21,13 @@ type inodeCache struct {
 	// forgetting a path with nothing cached below it (every create and
 	// unlink) does not scan the whole cache.
 	below map[string]int
+	// inline is the bytes of inline files (metaapi.Inode.Inline) the
+	// entries hold, kept under maxCachedInline the same way.
+	inline int
 }
+
+// maxCachedInline bounds the inline file bytes the cache holds.
+const maxCachedInline = 64 << 20
 
 type cachedInode struct {
 	inode   metaapi.Inode
@@ -51,13 +57,17 @@ func (c *inodeCache) put(p string, in metaapi.Inode) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.entries) >= c.max {
+	if len(c.entries) >= c.max || c.inline+len(in.Inline) > maxCachedInline {
 		clear(c.entries)
 		clear(c.below)
+		c.inline = 0
 	}
-	if _, ok := c.entries[p]; !ok {
+	if old, ok := c.entries[p]; !ok {
 		c.adjustAncestors(p, 1)
+	} else {
+		c.inline -= len(old.inode.Inline)
 	}
+	c.inline += len(in.Inline)
 	c.entries[p] = cachedInode{inode: in, expires: time.Now().Add(c.ttl)}
 }
 
@@ -79,7 +89,8 @@ func (c *inodeCache) forget(p string) {
 }
 
 func (c *inodeCache) drop(p string) {
-	if _, ok := c.entries[p]; ok {
+	if e, ok := c.entries[p]; ok {
+		c.inline -= len(e.inode.Inline)
 		delete(c.entries, p)
 		c.adjustAncestors(p, -1)
 	}

@@ -18,8 +18,8 @@ import (
 // chunks go: metad cut its layers' limits to size in the same change.
 func (fs *FS) dropChunksPast(ctx context.Context, in metaapi.Inode, size uint64) error {
 	defer fs.changing(in.ID)()
-	if in.Type != metaapi.TypeFile || in.Layout.TableID == 0 || in.Layout.ChunkSize == 0 {
-		return nil
+	if in.Type != metaapi.TypeFile || in.Layout.TableID == 0 || in.Layout.ChunkSize == 0 || len(in.Inline) > 0 {
+		return nil // an inline file has no chunks
 	}
 	l := in.Layout
 	chains, err := fs.chainsOf(l)

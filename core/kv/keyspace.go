@@ -33,6 +33,7 @@ var Keyspace = []Space{
 	{"IALC", "metad/ns", "the inode id allocator's shards"},
 	{"SESS", "metad/ns", "write sessions"},
 	{"XATR", "metad/ns", "extended attributes"},
+	{"INLN", "metad/ns", "small files' data, kept beside their inodes"},
 	{"DMTI", "metad/ns", "directories' modification times and subdirectory counts"},
 	{"STAB", "metad/ns", "the StatFS base"},
 	{"STAD", "metad/ns", "StatFS deltas"},

@@ -140,6 +140,7 @@ func (o *op) truncate(in *Inode, size uint64) bool {
 		var cut []layout.Layer
 		in.Layers, cut = layout.CutLayers(in.Layers, size)
 		o.released = append(o.released, cut...)
+		o.trimInline(in, size)
 	}
 	in.OwnClean = false // the cut chunk becomes the file's own
 	o.setLength(in, size)

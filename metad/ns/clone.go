@@ -102,6 +102,9 @@ func (o *op) cloneFile(src *Inode, parent, id uint64, data *uint64, name string,
 	}
 	in := &Inode{ID: id, Type: TypeFile, Nlink: 1, Length: src.Length, Layout: src.Layout, StripeHint: src.StripeHint,
 		Layers: layers, OwnClean: true, Gen: 1, Atime: o.now, Mtime: o.now, Ctime: o.now}
+	if err := o.copyInline(src, in); err != nil { // an inline file's copy is its bytes
+		return nil, err
+	}
 	o.createInode(in)
 	o.putDentry(parent, name, &Dentry{Ino: id, Type: TypeFile, ReqID: req})
 	return in, nil
@@ -118,6 +121,9 @@ func (o *op) shareOf(src *Inode, data *uint64) ([]layout.Layer, error) {
 	}
 	if busy {
 		return nil, fail(ErrBusy, "inode %d is open for writing", src.ID)
+	}
+	if src.InlineLen > 0 {
+		return nil, nil // no chunks: its clones copy its bytes (cloneFile)
 	}
 	if !src.OwnClean && src.Length > 0 && src.Layout.TableID != 0 {
 		// Freeze the source's own chunks: they become a layer both read
@@ -198,6 +204,9 @@ func (n *Namespace) ShareInto(ctx context.Context, req RequestID, src uint64, s 
 			return fail(ErrInvalid, "share of a %s", in.Type)
 		case in.Length == 0:
 			return nil
+		case in.InlineLen > 0:
+			// A writer's file takes no inline bytes: its data is chunks.
+			return fail(ErrInvalid, "inode %d keeps its data in the inode: copy its bytes", src)
 		}
 		// The clone's steps on an existing file: freeze, reference, adopt.
 		tmp, err := o.shareOf(in, &data)

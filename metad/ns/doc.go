@@ -12,6 +12,7 @@
 //	IALC shard(1)                            -> inode-id batch counter (8, LE)
 //	SESS ino(8, LE) session(16)              -> Session
 //	XATR ino(8, LE) name                     -> raw xattr value
+//	INLN ino(8, LE)                          -> a small file's data (inline.go)
 //	DMTI dir(8, LE)                          -> directory mtime (blind writes)
 //	DMTI dir(8, LE) shard(1)                 -> subdirectory count shard (dirattr.go)
 //	STAB                                     -> folded StatFS totals
@@ -45,6 +46,9 @@
 //     of files listing it, on the file's layout, with a limit in (0, the
 //     file's length]. A layer no file lists has no record and its chunks are
 //     in the GC queue (clone.go, layers.go).
+//   - An inline file (inline.go) has 0 < InlineLen <= Length and an INLN
+//     key of at least InlineLen bytes, no write session, no layers and no
+//     data id of its own; no other inode has an INLN key.
 //   - Every inode of a snapshot is ReadOnly and only DeleteSnapshot changes
 //     it; a snapshot's record names its live root directory, and a top
 //     directory holding snapshots is not removed.

@@ -38,6 +38,13 @@ var (
 	ErrNoDevice = Errno(syscall.ENXIO)
 	// ErrReadOnly: a change inside a snapshot (snapshot.go).
 	ErrReadOnly = Errno(syscall.EROFS)
+	// ErrInlined: a write open of a file whose data is in its inode; the
+	// data must move to chunks first (inline.go's Spilled).
+	ErrInlined = Errno(syscall.EMEDIUMTYPE)
+	// ErrNotInlined: a close that brought the file's data could not keep it
+	// in the inode; the session stays open for the writer to write the data
+	// to chunks and close again.
+	ErrNotInlined = Errno(syscall.EAGAIN)
 )
 
 func (e Errno) Error() string { return syscall.Errno(e).Error() }

@@ -51,6 +51,7 @@ type fsckState struct {
 	gc         map[uint64]gcKind
 	sessions   map[uint64]int
 	xattrs     map[uint64]bool
+	inline     map[uint64]int    // the length of each INLN value
 	locks      map[uint64]bool   // inodes with lock tables
 	aclBits    map[uint64]uint32 // the mode bits each access ACL stands for
 	dirTimes   map[uint64]bool
@@ -110,12 +111,12 @@ func Check(ctx context.Context, db *kv.DB) (Report, error) {
 
 func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
 	st := &fsckState{inodes: map[uint64]*Inode{}, gc: map[uint64]gcKind{}, sessions: map[uint64]int{},
-		xattrs: map[uint64]bool{}, locks: map[uint64]bool{}, aclBits: map[uint64]uint32{}, dirTimes: map[uint64]bool{}, subdirs: map[uint64]*[subdirShards]int64{},
+		xattrs: map[uint64]bool{}, inline: map[uint64]int{}, locks: map[uint64]bool{}, aclBits: map[uint64]uint32{}, dirTimes: map[uint64]bool{}, subdirs: map[uint64]*[subdirShards]int64{},
 		versioning: map[uint64]Versioning{}, layers: map[uint64]*layerRecord{}, gcLayers: map[uint64]bool{}}
 	bad := &st.bad
 	id := func(k []byte, off int) uint64 { return binary.LittleEndian.Uint64(k[off : off+8]) }
 	// Only our tags: the store may hold other services' keys.
-	tags := [][]byte{tagInode, tagDentry, tagIdem, tagGC, tagAlloc, tagSession, tagXattr, tagDirTime, keyStatBase, tagStatDelta, tagLock, tagLockSession, tagVersioning, tagVersion, tagTrash, tagLayer, tagSnapshot}
+	tags := [][]byte{tagInode, tagDentry, tagIdem, tagGC, tagAlloc, tagSession, tagXattr, tagInline, tagDirTime, keyStatBase, tagStatDelta, tagLock, tagLockSession, tagVersioning, tagVersion, tagTrash, tagLayer, tagSnapshot}
 	visit := func(k, v []byte) error {
 		if len(k) < 4 {
 			*bad = append(*bad, fmt.Sprintf("short key %q", k))
@@ -175,6 +176,8 @@ func loadFsck(ctx context.Context, tx kv.ReadTxn) (*fsckState, error) {
 				}
 				st.aclBits[id(k, 4)] = aclModeBits(es)
 			}
+		case bytes.Equal(tag, tagInline) && len(rest) == 8:
+			st.inline[id(k, 4)] = len(v)
 		case bytes.Equal(tag, tagDirTime) && len(rest) == 8:
 			st.dirTimes[id(k, 4)] = true
 		case bytes.Equal(tag, tagDirTime) && len(rest) == 9 && rest[8] < subdirShards:
@@ -345,6 +348,17 @@ func (st *fsckState) check(r *Report) {
 			if queued && kind != gcFile {
 				r.problem("file %d queued as %q", ino, kind)
 			}
+			if in.InlineLen > 0 {
+				if uint64(in.InlineLen) > in.Length {
+					r.problem("file %d: %d inline bytes past its length %d", ino, in.InlineLen, in.Length)
+				}
+				if n, ok := st.inline[ino]; !ok || n < int(in.InlineLen) {
+					r.problem("file %d: %d inline bytes, its INLN value holds %d (present %v)", ino, in.InlineLen, n, ok)
+				}
+				if in.Data != 0 || len(in.Layers) > 0 || st.sessions[ino] > 0 {
+					r.problem("file %d: inline, yet data id %d, %d layers, %d write sessions", ino, in.Data, len(in.Layers), st.sessions[ino])
+				}
+			}
 		case TypeSymlink, TypeFifo, TypeSocket, TypeCharDev, TypeBlockDev:
 			if in.Type == TypeSymlink {
 				r.Symlinks++
@@ -410,6 +424,11 @@ func (st *fsckState) check(r *Report) {
 			r.problem("inode %d: id not handed out by the allocator (shard %d at %d)", ino, shard, st.alloc[shard])
 		} else if !ok && ino != RootID {
 			r.problem("inode %d: id below the first batch", ino)
+		}
+	}
+	for ino := range st.inline {
+		if in, ok := st.inodes[ino]; !ok || in.InlineLen == 0 {
+			r.problem("INLN value of inode %d, which is not an inline file", ino)
 		}
 	}
 	for ino := range st.gc {

@@ -127,6 +127,14 @@ type Inode struct {
 	// ReadOnly: part of a snapshot (snapshot.go). Nothing changes, links,
 	// moves or removes it but the deletion of its snapshot.
 	ReadOnly bool `cbor:"30,keyasint,omitempty"`
+
+	// InlineLen > 0: a small file whose data is kept beside its inode (the
+	// INLN key, inline.go) instead of in chunks: the first InlineLen bytes
+	// of that value, then zeros up to Length.
+	InlineLen uint32 `cbor:"31,keyasint,omitempty"`
+	// Inline is that data where an answer carries it (Open, an inline
+	// Close); it is not part of the stored value.
+	Inline []byte `cbor:"-"`
 }
 
 // DataID is the id whose chunks are the file's own.
@@ -239,6 +247,9 @@ func (o *op) createInode(in *Inode) {
 // no sessions.
 func (o *op) deleteInode(in *Inode) {
 	o.tx.Clear(inodeKey(in.ID))
+	if in.InlineLen > 0 {
+		o.tx.Clear(inlineKey(in.ID))
+	}
 	p := xattrPrefix(in.ID)
 	o.tx.ClearRange(p, prefixEnd(p))
 	o.tx.Clear(lockKey(in.ID, LockPOSIX))

@@ -40,6 +40,10 @@ type Options struct {
 	// TrashDays keeps removed files and trees in the trash that long
 	// (trash.go); 0: no trash.
 	TrashDays int
+	// InlineMax is the largest file whose data a close may keep in its
+	// inode (inline.go); 0: none. Only a metad that can write chunks (to
+	// move the data out when the file is opened for writing again) sets it.
+	InlineMax int
 }
 
 func (o Options) withDefaults() Options {

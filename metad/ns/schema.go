@@ -21,6 +21,7 @@ var (
 	tagSession   = kv.Tag("SESS")
 	tagXattr     = kv.Tag("XATR")
 	tagDirTime   = kv.Tag("DMTI")
+	tagInline    = kv.Tag("INLN")
 	keyStatBase  = kv.Tag("STAB")
 	tagStatDelta = kv.Tag("STAD")
 )
@@ -58,6 +59,8 @@ func sessionKey(ino uint64, id SessionID) []byte { return append(sessionPrefix(i
 func xattrPrefix(ino uint64) []byte { return putID(withTag(tagXattr, 8), ino) }
 
 func xattrKey(ino uint64, name string) []byte { return append(xattrPrefix(ino), name...) }
+
+func inlineKey(ino uint64) []byte { return putID(withTag(tagInline, 8), ino) }
 
 func dirTimeKey(dir uint64) []byte { return putID(withTag(tagDirTime, 8), dir) }
 

@@ -52,6 +52,9 @@ func (o *op) openSession(in *Inode, id SessionID, client ClientID, dir uint64, n
 	if found {
 		return s, decode(v, s)
 	}
+	if in.InlineLen > 0 {
+		return nil, &InlinedError{Ino: in.ID}
+	}
 	*s = Session{Ino: in.ID, ID: id, Client: client, Opened: o.now, Dir: dir, Name: name}
 	o.tx.Set(key, encode(s))
 	if in.OwnClean { // the writer's chunks are its own: a clone from now on freezes them
@@ -87,7 +90,7 @@ func (n *Namespace) Open(ctx context.Context, ino uint64, flags int, client Clie
 	write := flags&syscall.O_ACCMODE != syscall.O_RDONLY
 	trunc := flags&syscall.O_TRUNC != 0
 	if !write && !trunc {
-		in, err := n.Stat(ctx, ino)
+		in, err := n.statData(ctx, ino)
 		if err != nil {
 			return OpenResult{}, err
 		}
@@ -142,6 +145,9 @@ type LengthHint struct {
 	TruncateVer uint64
 	Length      uint64
 	Wrote       bool // data was written since the last hint: Gen moves
+	// Inline is the file's whole data, written through this session alone
+	// and sent with its close instead of to chunks (inline.go).
+	Inline []byte
 }
 
 // Close ends a write session, applying the client's length hint. If the file
@@ -163,6 +169,9 @@ func (n *Namespace) Close(ctx context.Context, s Session, hint *LengthHint) (Ino
 				return nil
 			}
 			return err
+		}
+		if hint != nil && hint.Inline != nil {
+			return o.closeInline(in, s, open, hint, &res)
 		}
 		changed := false
 		if hint != nil {

@@ -1,8 +1,10 @@
 package fusefs
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"github.com/flyfs/flyfs/core/client"
 	"os"
 	"path/filepath"
 	"testing"
@@ -65,7 +67,9 @@ func TestFsyncMakesMountChangesDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := filepath.Join(d, "dir", "f")
-	if err := os.WriteFile(p, []byte("twelve bytes"), 0o644); err != nil {
+	// Larger than what a close keeps in the inode, so its bytes go to storage.
+	data := bytes.Repeat([]byte("twelve bytes"), client.DefaultInlineMax/12+1)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if n := afterCrash("/dir/f"); n != -1 {
@@ -82,8 +86,8 @@ func TestFsyncMakesMountChangesDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if n := afterCrash("/dir/f"); n != 12 {
-		t.Fatalf("after fsync a crash leaves /dir/f with length %d, want 12", n)
+	if n := afterCrash("/dir/f"); n != int64(len(data)) {
+		t.Fatalf("after fsync a crash leaves /dir/f with length %d, want %d", n, len(data))
 	}
 	if unsynced() {
 		t.Fatal("after fsync the storage node still holds the file's bytes unsynced")
@@ -103,7 +107,27 @@ func TestFsyncMakesMountChangesDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir.Close()
-	if n, old := afterCrash("/dir/g"), afterCrash("/dir/f"); n != 12 || old != -1 {
-		t.Fatalf("after fsync of the directory a crash leaves /dir/g at %d and /dir/f at %d, want 12 and gone", n, old)
+	if n, old := afterCrash("/dir/g"), afterCrash("/dir/f"); n != int64(len(data)) || old != -1 {
+		t.Fatalf("after fsync of the directory a crash leaves /dir/g at %d and /dir/f at %d, want %d and gone", n, old, len(data))
+	}
+
+	// A small file's bytes live in its inode: the metadata store's sync
+	// makes them durable with it.
+	small := filepath.Join(d, "dir", "small")
+	if err := os.WriteFile(small, []byte("twelve bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n := afterCrash("/dir/small"); n != -1 {
+		t.Fatalf("a small file not synced survived a crash (length %d)", n)
+	}
+	if f, err = os.Open(small); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if n := afterCrash("/dir/small"); n != 12 {
+		t.Fatalf("after fsync a crash leaves /dir/small with length %d, want 12", n)
 	}
 }

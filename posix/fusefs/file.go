@@ -136,6 +136,9 @@ func (f *fileSystem) localSize(ino uint64) uint64 {
 
 // readerFor returns the read view of an open inode (nil if not open here).
 func (f *fileSystem) readerFor(ctx context.Context, ino uint64) (*client.File, error) {
+	if err := f.spillHeld(ctx, ino); err != nil {
+		return nil, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	oi := f.opened[ino]
@@ -154,6 +157,28 @@ func (f *fileSystem) readerFor(ctx context.Context, ino uint64) (*client.File, e
 	}
 	oi.reader = r
 	return r, nil
+}
+
+// spillHeld sends to storage what this mount's write handles of ino hold
+// for an inline close (core/client/inline.go): reads go through the read
+// view, which reads storage.
+func (f *fileSystem) spillHeld(ctx context.Context, ino uint64) error {
+	var held []*client.File
+	f.mu.Lock()
+	if oi := f.opened[ino]; oi != nil {
+		for h := range oi.handles {
+			if file := h.f.Load(); h.write && file.Holding() {
+				held = append(held, file)
+			}
+		}
+	}
+	f.mu.Unlock()
+	for _, file := range held {
+		if err := file.Spill(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // openOf returns the open state of ino (nil if not open here).

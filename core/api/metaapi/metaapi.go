@@ -158,6 +158,13 @@ type Inode struct {
 	// Data (0: ID), over the read-only Layers.
 	Data   uint64         `cbor:"23,keyasint,omitempty"`
 	Layers []layout.Layer `cbor:"24,keyasint,omitempty"`
+	// Inline is a small file's whole data kept in its inode: its bytes are
+	// Inline, then zeros up to Length, and it has no chunks.
+	Inline []byte `cbor:"25,keyasint,omitempty"`
+	// InlineOmitted: the file is inline but this answer leaves its bytes
+	// out (only a read open and an inline close carry them); a reader opens
+	// it to get them.
+	InlineOmitted bool `cbor:"26,keyasint,omitempty"`
 }
 
 // DataID is the id whose chunks are the file's own.
@@ -351,6 +358,11 @@ type CloseReq struct {
 	// write that failed may still have landed past it: then Exact is false
 	// and the last close settles the length from storage.
 	Exact bool `cbor:"5,keyasint,omitempty"`
+	// Inline is the file's whole data, written through this session alone
+	// and never sent to storage: metad keeps it in the inode, or refuses
+	// with EAGAIN and leaves the session open, and the writer writes the
+	// data to chunks and closes again.
+	Inline []byte `cbor:"6,keyasint,omitempty"`
 }
 
 // ReportReq is a writer's periodic length hint.
