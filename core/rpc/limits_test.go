@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -465,7 +466,11 @@ func TestBudgetReleasedWhenResponsesAreNeverWritten(t *testing.T) {
 	conn := rawConn(t, ts.addr, "")
 	payload := testPayload(16 << 20) // more than the socket buffers hold
 	for id := uint64(1); id <= 3; id++ {
-		if err := rpc.WriteFrame(conn, rpc.Header{Kind: rpc.KindRequest, ID: id, Method: methodEcho}, []byte{0xa0}, payload); err != nil {
+		err := rpc.WriteFrame(conn, rpc.Header{Kind: rpc.KindRequest, ID: id, Method: methodEcho}, []byte{0xa0}, payload)
+		if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+			break // on a loaded machine the write timeout may drop it before the last request is sent
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -50,6 +50,9 @@ func (f *fileSystem) putKnownLocked(a knownAttr) {
 			clear(f.known)
 		}
 	}
+	if a.in.Inline != nil { // attributes only: a small file's bytes stay out of the table
+		a.in.Inline, a.in.InlineOmitted = nil, true
+	}
 	f.known[a.in.ID] = a
 }
 
