@@ -1,12 +1,16 @@
 package ns
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/flyfs/flyfs/core/durability"
 	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/kv/pebblekv"
 )
@@ -145,4 +149,75 @@ func BenchmarkStat(b *testing.B) {
 		})
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "resolves/s")
 	})
+}
+
+// BenchmarkSerialFileOps: the metadata calls of one mount process making
+// small files one at a time (relaxed, in-process commits on Pebble): a
+// lookup of a free name, create with a write session, close with the data
+// inline, rename, unlink. Each op's cost is its own sub-benchmark.
+func BenchmarkSerialFileOps(b *testing.B) {
+	rctx := durability.InProcess(durability.Relaxed(context.Background()))
+	setup := func(b *testing.B) (*Namespace, uint64) {
+		db, err := pebblekv.Open(b.TempDir(), pebblekv.Options{SyncWindow: 5 * time.Millisecond})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		n, err := New(db, Options{InlineMax: 4096})
+		if err != nil {
+			b.Fatal(err)
+		}
+		d, err := n.Mkdir(rctx, MkdirRequest{Parent: RootID, Name: "d", Mode: 0o755})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return n, d.ID
+	}
+	data := make([]byte, 4096)
+	create := func(n *Namespace, dir uint64, name string) error {
+		r, err := n.Create(rctx, CreateRequest{Parent: dir, Name: name, Mode: 0o644, Truncate: true, Write: true, Client: "c1"})
+		if err != nil {
+			return err
+		}
+		_, err = n.Close(rctx, *r.Session, &LengthHint{Length: 4096, Wrote: true, Inline: data})
+		return err
+	}
+	b.Run("lookup-miss", func(b *testing.B) {
+		n, dir := setup(b)
+		for i := 0; b.Loop(); i++ {
+			if _, err := n.Lookup(rctx, dir, fmt.Sprintf("f%d", i)); !errors.Is(err, ErrNotExist) {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("create-close", func(b *testing.B) {
+		n, dir := setup(b)
+		for i := 0; b.Loop(); i++ {
+			if err := create(n, dir, fmt.Sprintf("f%d", i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, op := range []string{"rename", "unlink"} {
+		b.Run(op, func(b *testing.B) {
+			n, dir := setup(b)
+			for i := range b.N {
+				if err := create(n, dir, fmt.Sprintf("f%d", i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				var err error
+				if op == "rename" {
+					_, err = n.RenameChange(rctx, RenameRequest{SrcParent: dir, SrcName: fmt.Sprintf("f%d", i), DstParent: dir, DstName: fmt.Sprintf("g%d", i)})
+				} else {
+					_, err = n.UnlinkChange(rctx, RemoveRequest{Parent: dir, Name: fmt.Sprintf("f%d", i)})
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
