@@ -184,6 +184,11 @@ func BenchmarkSerialFileOps(b *testing.B) {
 	}
 	b.Run("lookup-miss", func(b *testing.B) {
 		n, dir := setup(b)
+		for i := range 20000 { // a store with tables, not only a memtable
+			if err := create(n, dir, fmt.Sprintf("g%d", i)); err != nil {
+				b.Fatal(err)
+			}
+		}
 		for i := 0; b.Loop(); i++ {
 			if _, err := n.Lookup(rctx, dir, fmt.Sprintf("f%d", i)); !errors.Is(err, ErrNotExist) {
 				b.Fatal(err)

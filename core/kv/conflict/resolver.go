@@ -5,21 +5,11 @@ package conflict
 
 import (
 	"bytes"
+	"sort"
 	"time"
 
 	"github.com/flyfs/flyfs/core/kv"
-	"github.com/google/btree"
 )
-
-type keyVersion struct {
-	key     []byte
-	version int64
-}
-
-type rangeVersion struct {
-	r       kv.KeyRange
-	version int64
-}
 
 type logEntry struct {
 	version int64
@@ -32,12 +22,15 @@ type logEntry struct {
 // every write with a version >= Horizon() is remembered, so a read version
 // rv >= Horizon() can be checked exactly; an older one is refused as too old.
 // A Resolver is not safe for concurrent use: the engine calls it under the lock
-// that orders its commits.
+// that orders its commits, so versions arrive in increasing order.
+//
+// The history is the log of commits alone, no index of keys: a check looks
+// only at the commits made after its read version, which for a transaction
+// of a millisecond are none or a few, so recording a commit (the cost every
+// commit pays) is an append and checking one mostly a binary search.
 type Resolver struct {
 	window  time.Duration
-	keys    *btree.BTreeG[keyVersion] // newest write version of each key
-	ranges  []rangeVersion            // clear ranges, oldest first
-	log     []logEntry                // commits, oldest first, from log[head]
+	log     []logEntry // commits, oldest first, from log[head]
 	head    int
 	horizon int64
 }
@@ -45,10 +38,7 @@ type Resolver struct {
 // New returns a Resolver that keeps window of history (FoundationDB keeps 5 s;
 // our transactions are bounded by 5 s, so keep more).
 func New(window time.Duration) *Resolver {
-	return &Resolver{
-		window: window,
-		keys:   btree.NewG(32, func(a, b keyVersion) bool { return bytes.Compare(a.key, b.key) < 0 }),
-	}
+	return &Resolver{window: window}
 }
 
 // Horizon is the oldest read version the resolver can still check.
@@ -64,40 +54,60 @@ func (r *Resolver) Check(req *kv.CommitRequest) error {
 	if rv < r.horizon {
 		return kv.Errorf(kv.CodeTooOld, "read version %d is behind the conflict history (%d)", rv, r.horizon)
 	}
-	for _, k := range req.ReadKeys {
-		if kv, ok := r.keys.Get(keyVersion{key: k}); ok && kv.version > rv {
-			return conflictOn(k)
-		}
-		for _, w := range r.ranges {
-			if w.version > rv && w.r.Contains(k) {
+	live := r.log[r.head:]
+	newer := live[sort.Search(len(live), func(i int) bool { return live[i].version > rv }):]
+	if len(newer) == 0 {
+		return nil
+	}
+	read := readKeys(req.ReadKeys, len(newer))
+	for _, e := range newer {
+		for _, k := range e.keys {
+			if read(k) {
 				return conflictOn(k)
 			}
-		}
-	}
-	for _, rr := range req.ReadRanges {
-		var hit []byte
-		visit := func(x keyVersion) bool {
-			if x.version > rv {
-				hit = x.key
-				return false
+			for _, rr := range req.ReadRanges {
+				if rr.Contains(k) {
+					return conflictOn(k)
+				}
 			}
-			return true
 		}
-		if rr.End == nil {
-			r.keys.AscendGreaterOrEqual(keyVersion{key: rr.Begin}, visit)
-		} else {
-			r.keys.AscendRange(keyVersion{key: rr.Begin}, keyVersion{key: rr.End}, visit)
-		}
-		if hit != nil {
-			return conflictOn(hit)
-		}
-		for _, w := range r.ranges {
-			if w.version > rv && w.r.Overlaps(rr) {
-				return conflictOn(rr.Begin)
+		for _, w := range e.ranges {
+			for _, k := range req.ReadKeys {
+				if w.Contains(k) {
+					return conflictOn(k)
+				}
+			}
+			for _, rr := range req.ReadRanges {
+				if w.Overlaps(rr) {
+					return conflictOn(rr.Begin)
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// readKeys returns a membership test for keys, to be asked about the writes
+// of newer commits: a scan of the keys when both are few, else a set.
+func readKeys(keys [][]byte, commits int) func([]byte) bool {
+	if len(keys) <= 8 || commits <= 2 {
+		return func(k []byte) bool {
+			for _, r := range keys {
+				if bytes.Equal(r, k) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	set := make(map[string]struct{}, len(keys))
+	for _, r := range keys {
+		set[string(r)] = struct{}{}
+	}
+	return func(k []byte) bool {
+		_, ok := set[string(k)]
+		return ok
+	}
 }
 
 func conflictOn(key []byte) error {
@@ -107,35 +117,14 @@ func conflictOn(key []byte) error {
 // Record remembers that a commit at version wrote keys and cleared ranges, and
 // forgets commits older than the window.
 func (r *Resolver) Record(version int64, keys [][]byte, ranges []kv.KeyRange, now time.Time) {
-	for _, k := range keys {
-		r.keys.ReplaceOrInsert(keyVersion{key: k, version: version})
-	}
-	for _, rg := range ranges {
-		r.ranges = append(r.ranges, rangeVersion{r: rg, version: version})
-	}
 	r.log = append(r.log, logEntry{version: version, at: now, keys: keys, ranges: ranges})
 	r.expire(now)
 }
 
 func (r *Resolver) expire(now time.Time) {
 	for r.head < len(r.log) && now.Sub(r.log[r.head].at) > r.window {
-		e := r.log[r.head]
+		r.horizon = r.log[r.head].version
 		r.log[r.head] = logEntry{}
-		for _, k := range e.keys {
-			if kv, ok := r.keys.Get(keyVersion{key: k}); ok && kv.version == e.version {
-				r.keys.Delete(kv)
-			}
-		}
-		if len(e.ranges) > 0 {
-			kept := r.ranges[:0]
-			for _, w := range r.ranges {
-				if w.version != e.version {
-					kept = append(kept, w)
-				}
-			}
-			r.ranges = kept
-		}
-		r.horizon = e.version
 		r.head++
 	}
 	if r.head > 1024 && r.head > len(r.log)/2 { // compact now and then, not per commit
