@@ -146,6 +146,9 @@ type op struct {
 	snapshotting bool
 	// subdirs: a directory's count of subdirectories changed (addSubdir).
 	subdirs bool
+	// unversioned: this op read that no bucket has a versioning state
+	// (versioned), and has set none since.
+	unversioned bool
 }
 
 // touch records that dir's entries changed (its mtime moves).

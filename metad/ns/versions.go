@@ -157,8 +157,12 @@ const maxBucketDepth = MaxPathLen / 2
 // dir's ancestors (a directory rename moves the keys below it). With no
 // bucket versioned, that is one empty range read.
 func (o *op) versioned(dir uint64) (*versionScope, error) {
+	if o.unversioned {
+		return nil, nil // the range read once (a rename asks for two directories)
+	}
 	res, err := o.tx.GetRange(o.ctx, tagVersioning, prefixEnd(tagVersioning), kv.RangeOptions{Limit: 1})
 	if err != nil || len(res.KVs) == 0 {
+		o.unversioned = err == nil
 		return nil, err
 	}
 	var names []string
@@ -359,6 +363,7 @@ func (n *Namespace) SetVersioning(ctx context.Context, bucket uint64, st Version
 			o.tx.Clear(versioningKey(bucket))
 		} else {
 			o.tx.Set(versioningKey(bucket), encode(st))
+			o.unversioned = false
 		}
 		return nil
 	})
