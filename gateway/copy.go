@@ -209,7 +209,7 @@ func (g *Gateway) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 	if spec != nil {
 		om.Checksum = st.sum
 	}
-	if err := g.storeMeta(ctx, st.in.ID, om); err != nil {
+	if err := g.storeMeta(stagingCtx(ctx), st.in.ID, om); err != nil {
 		return err
 	}
 	if len(tags) > 0 {
@@ -218,7 +218,7 @@ func (g *Gateway) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 		}
 	}
 	if hasACL {
-		if err := g.storeACL(ctx, st.in.ID, oacl, true); err != nil {
+		if err := g.storeACL(stagingCtx(ctx), st.in.ID, oacl, true); err != nil {
 			return err
 		}
 	}

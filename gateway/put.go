@@ -67,15 +67,15 @@ func (g *Gateway) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	}
 	if len(tags) > 0 {
 		v, _ := json.Marshal(tags)
-		if err := g.meta.SetXattr(ctx, st.in.ID, xattrTagging, v, 0); err != nil {
+		if err := g.meta.SetXattr(stagingCtx(ctx), st.in.ID, xattrTagging, v, 0); err != nil {
 			return err
 		}
 	}
-	if err := g.storeMeta(ctx, st.in.ID, om); err != nil {
+	if err := g.storeMeta(stagingCtx(ctx), st.in.ID, om); err != nil {
 		return err
 	}
 	if hasACL {
-		if err := g.storeACL(ctx, st.in.ID, oacl, true); err != nil {
+		if err := g.storeACL(stagingCtx(ctx), st.in.ID, oacl, true); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/metaapi"
+	"github.com/flyfs/flyfs/core/durability"
 )
 
 // staged is a file written into the staging directory, not yet visible.
@@ -36,11 +37,20 @@ func (g *Gateway) discard(name string) {
 	}
 }
 
+// stagingCtx is the context of the metadata changes made to a staging file
+// (its create, close, and the records set on it before its publish):
+// relaxed. Nothing reads a staging file, and its publish is a durable
+// commit, which makes every change before it durable with it (the
+// metadata store's log is written in order). A crash before the publish
+// loses only what the sweeper would remove. The data goes to chunks under
+// the request's own context.
+func stagingCtx(ctx context.Context) context.Context { return durability.Relaxed(ctx) }
+
 // stage streams body into a new staging file and checks what the request
 // claimed about it: length, Content-MD5, additional checksum.
 func (g *Gateway) stage(ctx context.Context, rc *reqCtx, body interface{ Read([]byte) (int, error) }, size int64, limit int64, spec *checksumSpec, contentMD5 string) (*staged, error) {
 	name := newStagingName()
-	in, session, _, err := g.meta.Create(ctx, g.stagingIno, name, fileMode, os.O_CREATE|os.O_EXCL|os.O_WRONLY, rc.creds())
+	in, session, _, err := g.meta.Create(stagingCtx(ctx), g.stagingIno, name, fileMode, os.O_CREATE|os.O_EXCL|os.O_WRONLY, rc.creds())
 	if err != nil {
 		return nil, err
 	}
@@ -64,8 +74,13 @@ func (g *Gateway) stage(ctx context.Context, rc *reqCtx, body interface{ Read([]
 		hashes = append(hashes, ch)
 	}
 	n, err := copyInSized(ctx, f, 0, body, size, limit, hashes...)
-	if cerr := f.CloseContext(ctx); err == nil {
+	if cerr := f.CloseContext(stagingCtx(ctx)); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		// A close whose held bytes metad refused sent them to chunks
+		// relaxed: durable now, before the publish can be.
+		err = g.fs.SyncData(ctx)
 	}
 	if err != nil {
 		return nil, err

@@ -91,6 +91,10 @@ func (c *ChunkIO) Sync(ctx context.Context) error {
 	return first
 }
 
+// SyncData makes every relaxed update of data this client made before it
+// durable on the storage nodes; nothing to do (no call) when there is none.
+func (fs *FS) SyncData(ctx context.Context) error { return fs.chunks.Sync(ctx) }
+
 // Sync makes every change this client made before it durable: data on the
 // storage nodes, then the namespace (a mount's fsync(2)).
 func (fs *FS) Sync(ctx context.Context) error {
