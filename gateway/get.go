@@ -22,7 +22,7 @@ func (g *Gateway) statObject(ctx context.Context, rc *reqCtx) (metaapi.Inode, *o
 
 // statPath is statObject for a parsed key.
 func (g *Gateway) statPath(ctx context.Context, o objectPath) (metaapi.Inode, *objectMeta, error) {
-	in, err := g.meta.Resolve(ctx, o.path(), true)
+	in, err := g.meta.ResolveWithInline(ctx, o.path(), true) // a small object's bytes with it: no open to read them
 	if err != nil {
 		err = nsError(err, keyRead, o.key)
 		if toAPIError(err).Code == "NoSuchKey" {

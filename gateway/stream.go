@@ -55,6 +55,9 @@ func copyIn(ctx context.Context, f *client.File, off int64, body io.Reader, limi
 
 // copyInSized is copyIn for a body whose size is known (-1: unknown).
 func copyInSized(ctx context.Context, f *client.File, off int64, body io.Reader, size, limit int64, hashes ...hash.Hash) (int64, error) {
+	if size < 0 || size >= noCacheMin {
+		ctx = client.NoCache(ctx)
+	}
 	if size >= 0 && size <= smallIO && size <= limit {
 		// One piece: read it whole (one byte more, to see a longer body).
 		buf := make([]byte, size+1)
@@ -163,6 +166,12 @@ func (r *fileReader) Read(p []byte) (int, error) {
 // smallIO: bodies up to this size move in one piece, without the
 // pipeline's goroutine and 8 MiB buffer.
 const smallIO = 1 << 20
+
+// noCacheMin: a body this large, or of unknown length, is written past
+// the storage nodes' page cache (client.NoCache): filling the cache costs
+// more CPU than the disk write, and a large object is seldom read back at
+// once; a smaller one stays there for the GET that often follows.
+const noCacheMin = 8 << 20
 
 // copyOut sends [off, off+n) of f to w, reading ahead one buffer.
 func copyOut(ctx context.Context, w io.Writer, f *client.File, off, n int64) error {

@@ -242,6 +242,9 @@ func (s *Server) lookup(ctx context.Context, r *metaapi.LookupReq, _ []byte) (*m
 }
 
 func (s *Server) resolve(ctx context.Context, r *metaapi.ResolveReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
+	if r.WithInline {
+		return inodeResp(s.ns.ResolveWithInline(ctx, r.Path, r.FollowLast))
+	}
 	return inodeResp(s.ns.Resolve(ctx, r.Path, r.FollowLast))
 }
 

@@ -118,7 +118,8 @@ func (c *ChunkIO) Update(ctx context.Context, u Update) (storageapi.ChunkMeta, e
 	defer c.release(ch)
 	ch.seq++
 	req := &storageapi.WriteReq{Kind: u.Kind, Offset: u.Offset, Length: u.Length, ChunkSize: u.ChunkSize,
-		Checksum: crc32.Checksum(u.Data, castagnoli), Tag: storageapi.Tag{Client: c.clientID, Channel: ch.id, Seq: ch.seq}, Base: u.Base}
+		Checksum: crc32.Checksum(u.Data, castagnoli), Tag: storageapi.Tag{Client: c.clientID, Channel: ch.id, Seq: ch.seq}, Base: u.Base,
+		NoCache: isNoCache(ctx)}
 	var meta storageapi.ChunkMeta
 	err := c.retry(ctx, func(info *routing.Info) error {
 		chain, ok := info.Chain(u.Chain)
@@ -574,4 +575,19 @@ func (c *ChunkIO) BatchRead(ctx context.Context, ios []ReadIO, relaxed bool) []R
 	}
 	wg.Wait()
 	return out
+}
+
+type noCacheKey struct{}
+
+// NoCache marks the chunk writes made under ctx as ones whose data need not
+// stay in the storage nodes' page cache (storageapi.WriteReq.NoCache): a
+// large object written once and seldom read back at once, for which
+// filling the cache costs more than writing to the disk directly.
+func NoCache(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noCacheKey{}, true)
+}
+
+func isNoCache(ctx context.Context) bool {
+	v, _ := ctx.Value(noCacheKey{}).(bool)
+	return v
 }

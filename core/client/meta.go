@@ -45,6 +45,13 @@ func (m *Meta) Lookup(ctx context.Context, parent uint64, name string) (metaapi.
 	return inodeOf(callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.InodeResp, error) { return c.Lookup(ctx, req) }))
 }
 
+// ResolveWithInline is Resolve whose answer carries an inline file's bytes,
+// so that OpenInode of it needs no open call to read them.
+func (m *Meta) ResolveWithInline(ctx context.Context, path string, followLast bool) (metaapi.Inode, error) {
+	req := &metaapi.ResolveReq{Path: path, FollowLast: followLast, WithInline: true}
+	return inodeOf(callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.InodeResp, error) { return c.Resolve(ctx, req) }))
+}
+
 // Resolve walks an absolute path (symlinks inside it are followed; the last
 // component only with followLast).
 func (m *Meta) Resolve(ctx context.Context, path string, followLast bool) (metaapi.Inode, error) {

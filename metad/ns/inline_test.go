@@ -266,3 +266,31 @@ func TestInlineClone(t *testing.T) {
 	}
 	mustFsck(t, e.db)
 }
+
+// A path resolution carries the bytes only when asked, from its own
+// snapshot; a truncate's cut shows at once.
+func TestResolveWithInline(t *testing.T) {
+	e := newEnv(t, nil, inlineOpts())
+	in, s := e.writeSession("/f")
+	if _, err := e.ns.Close(ctx, s, inlineHint(in, "hello")); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := e.ns.Resolve(ctx, "/f", true)
+	if err != nil || plain.Inline != nil || plain.InlineLen != 5 {
+		t.Fatalf("Resolve: %v, %d inline bytes, says %d", err, len(plain.Inline), plain.InlineLen)
+	}
+	got, err := e.ns.ResolveWithInline(ctx, "/f", true)
+	if err != nil || string(got.Inline) != "hello" {
+		t.Fatalf("ResolveWithInline: %v, inline %q", err, got.Inline)
+	}
+	if _, err := e.ns.SetAttr(ctx, in.ID, SetAttrRequest{Mask: SetSize, Size: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = e.ns.ResolveWithInline(ctx, "/f", true); err != nil || string(got.Inline) != "he" {
+		t.Fatalf("after a truncate to 2: %v, inline %q", err, got.Inline)
+	}
+	e.mkdir("/d")
+	if d, err := e.ns.ResolveWithInline(ctx, "/d", true); err != nil || d.Inline != nil {
+		t.Fatalf("a directory: %v, inline %q", err, d.Inline)
+	}
+}

@@ -130,6 +130,16 @@ func (n *Namespace) Readlink(ctx context.Context, ino uint64) (string, error) {
 // MaxNameLen or paths over MaxPathLen. Reads are snapshot reads: a path is a
 // hint that a later operation revalidates with conflict-tracked reads.
 func (n *Namespace) Resolve(ctx context.Context, path string, followLast bool) (Inode, error) {
+	return n.resolve(ctx, path, followLast, false)
+}
+
+// ResolveWithInline is Resolve that also reads an inline file's bytes, in
+// the same snapshot (Inode.Inline).
+func (n *Namespace) ResolveWithInline(ctx context.Context, path string, followLast bool) (Inode, error) {
+	return n.resolve(ctx, path, followLast, true)
+}
+
+func (n *Namespace) resolve(ctx context.Context, path string, followLast, inline bool) (Inode, error) {
 	var in *Inode
 	err := n.view(ctx, func(tx kv.ReadTxn) error {
 		w := walker{ctx: ctx, tx: tx}
@@ -140,6 +150,9 @@ func (n *Namespace) Resolve(ctx context.Context, path string, followLast bool) (
 		}
 		if in.Type == TypeDir {
 			return dirView(ctx, tx, in)
+		}
+		if inline {
+			return loadInline(ctx, tx, in, true)
 		}
 		return nil
 	})

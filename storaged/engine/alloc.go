@@ -15,9 +15,10 @@ import (
 // class. The bitmap is in memory only: it is rebuilt at Open from the
 // records, so "used" means referenced by a record or pinned by a Handle.
 type dataFile struct {
-	f     *os.File // set at open, never changes
-	class uint8
-	idx   uint8
+	f      *os.File    // set at open, never changes
+	direct *directFile // f's O_DIRECT twin (direct.go); nil where refused
+	class  uint8
+	idx    uint8
 
 	// Guarded by the owning classAlloc.mu.
 	nblocks uint32   // blocks backed by the file (preallocated)
@@ -103,7 +104,7 @@ func openAllocator(dir string, groupBlocks int, maxGroupBytes, reserve int64) (*
 				a.close()
 				return nil, fmt.Errorf("engine: stat data file: %w", err)
 			}
-			d := &dataFile{f: f, class: c, idx: i, nblocks: uint32(st.Size() / blockSize(c))}
+			d := &dataFile{f: f, direct: openDirect(name), class: c, idx: i, nblocks: uint32(st.Size() / blockSize(c))}
 			d.ensure(d.nblocks)
 			a.classes[c].files[i] = d
 		}
@@ -119,6 +120,9 @@ func (a *allocator) close() error {
 				if err := d.f.Close(); err != nil && first == nil {
 					first = err
 				}
+				if err := d.direct.close(); err != nil && first == nil {
+					first = err
+				}
 			}
 		}
 	}
@@ -128,6 +132,11 @@ func (a *allocator) close() error {
 // file returns the data file of loc; loc must be valid (class < NumClasses,
 // file < filesPerClass), which decodeRecord guarantees.
 func (a *allocator) file(loc blockLoc) *os.File { return a.classes[loc.class].files[loc.file].f }
+
+// directOf returns the O_DIRECT twin of loc's data file (nil: none).
+func (a *allocator) directOf(loc blockLoc) *directFile {
+	return a.classes[loc.class].files[loc.file].direct
+}
 
 // markUsed records at Open that a record references loc. It fails if the
 // block lies past the end of its data file (the record cannot be right: data

@@ -20,6 +20,9 @@ type Update struct {
 	// Relaxed: the update may return before its metadata write is durable
 	// (a block's content is still synced first); Engine.Sync makes it so.
 	Relaxed bool
+	// Direct: the written content's whole aligned runs go to the disk past
+	// the page cache (direct.go).
+	Direct bool
 }
 
 func validateUpdate(u *Update) error {
@@ -51,6 +54,7 @@ type change struct {
 	// Segments [first, last] get new CRCs; first < 0: none. Outside them the
 	// new content equals the old one, segment for segment.
 	first, last int64
+	direct      bool // Update.Direct
 }
 
 type applyMode int
@@ -124,7 +128,7 @@ func (e *Engine) apply(k Key, cur *version, u *Update) (Meta, error) {
 	if cur != nil {
 		oldLen = int64(cur.meta.Len)
 	}
-	c := change{oldLen: oldLen, off: int64(u.Offset), n: int64(len(u.Data)), data: u.Data, first: -1, last: -1}
+	c := change{oldLen: oldLen, off: int64(u.Offset), n: int64(len(u.Data)), data: u.Data, first: -1, last: -1, direct: u.Direct}
 	var dlo, dhi int64 // range whose bytes may differ from the old content
 	switch {
 	case u.Replace:

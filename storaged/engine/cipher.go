@@ -144,12 +144,19 @@ func (e *Engine) readContent(f *os.File, loc blockLoc, p []byte, off int64) erro
 }
 
 // writeContent writes p as block content at off; p is not modified.
-func (e *Engine) writeContent(f *os.File, loc blockLoc, p []byte, off int64) error {
+func (e *Engine) writeContent(f *os.File, loc blockLoc, p []byte, off int64, direct bool) error {
 	if err := e.opts.Faults.check(OpWrite, f.Name()); err != nil {
 		return err
 	}
 	if e.ciph == nil {
-		return pwriteFull(f, p, loc.offset()+off)
+		n := 0
+		if direct {
+			var err error
+			if n, err = e.alloc.directOf(loc).write(p, loc.offset()+off); err != nil || n == len(p) {
+				return err
+			}
+		}
+		return pwriteFull(f, p[n:], loc.offset()+off+int64(n))
 	}
 	sb := getSeg()
 	defer putSeg(sb)

@@ -141,7 +141,7 @@ func (e *Engine) spill(k Key, cur *version, cls uint8) (*version, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := e.writeContent(e.alloc.file(loc), loc, old, 0); err != nil {
+	if err := e.writeContent(e.alloc.file(loc), loc, old, 0, false); err != nil {
 		e.alloc.free(loc)
 		return nil, writeErr(err)
 	}

@@ -80,7 +80,7 @@ func (e *Engine) writeTouched(k Key, cur *version, c *change, dst *os.File, dloc
 		if runLo < 0 {
 			return nil
 		}
-		err := e.writeContent(dst, dloc, c.data[runLo-c.off:runHi-c.off], runLo)
+		err := e.writeContent(dst, dloc, c.data[runLo-c.off:runHi-c.off], runLo, c.direct)
 		runLo, runHi = -1, -1
 		return writeErr(err)
 	}
@@ -144,7 +144,7 @@ func (e *Engine) appendInPlace(cur *version, c *change, crcs []uint32) error {
 		return writeErr(err)
 	}
 	if c.n > 0 {
-		if err := e.writeContent(f, loc, c.data, c.off); err != nil {
+		if err := e.writeContent(f, loc, c.data, c.off, c.direct); err != nil {
 			return writeErr(err)
 		}
 	}

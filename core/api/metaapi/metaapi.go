@@ -193,6 +193,10 @@ type LookupReq struct {
 type ResolveReq struct {
 	Path       string `cbor:"1,keyasint"`
 	FollowLast bool   `cbor:"2,keyasint,omitempty"`
+	// WithInline: when the path names a file whose data is inline, the
+	// answer carries the bytes (read in the same snapshot), so a reader
+	// needs no open to have them (an S3 GET).
+	WithInline bool `cbor:"3,keyasint,omitempty"`
 }
 
 // InodeResp carries an inode.

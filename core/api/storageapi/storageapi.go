@@ -79,6 +79,10 @@ type WriteReq struct {
 	// core/layout's shared data): the head copies the first that exists and
 	// sends the result down the chain as a whole-chunk replace.
 	Base []layout.LayerChunk `cbor:"14,keyasint,omitempty"`
+
+	// NoCache: the content need not stay in the replicas' page cache (a
+	// large S3 object's): its whole aligned runs go to the disk directly.
+	NoCache bool `cbor:"15,keyasint,omitempty"`
 }
 
 // ChunkMeta is a chunk's state on one replica.
