@@ -93,7 +93,7 @@ type namespace interface {
 	Stat(ctx context.Context, ino uint64) (metaapi.Inode, error)
 	Lookup(ctx context.Context, parent uint64, name string) (metaapi.Inode, error)
 	Resolve(ctx context.Context, path string, followLast bool) (metaapi.Inode, error)
-	ResolveWithInline(ctx context.Context, path string, followLast bool) (metaapi.Inode, error)
+	ResolveRead(ctx context.Context, path string, followLast bool, xattr string) (metaapi.Inode, []byte, bool, error)
 	Create(ctx context.Context, parent uint64, name string, mode uint32, flags int, cr client.Creds) (in metaapi.Inode, session []byte, created bool, err error)
 	Open(ctx context.Context, ino uint64, flags int, cr client.Creds) (metaapi.Inode, []byte, error)
 	Mkdir(ctx context.Context, parent uint64, name string, mode uint32, cr client.Creds) (metaapi.Inode, error)

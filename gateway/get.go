@@ -22,7 +22,9 @@ func (g *Gateway) statObject(ctx context.Context, rc *reqCtx) (metaapi.Inode, *o
 
 // statPath is statObject for a parsed key.
 func (g *Gateway) statPath(ctx context.Context, o objectPath) (metaapi.Inode, *objectMeta, error) {
-	in, err := g.meta.ResolveWithInline(ctx, o.path(), true) // a small object's bytes with it: no open to read them
+	// A small object's bytes and the object's record come with the path:
+	// no open to read the one, no call to read the other.
+	in, rec, hasRec, err := g.meta.ResolveRead(ctx, o.path(), true, xattrObject)
 	if err != nil {
 		err = nsError(err, keyRead, o.key)
 		if toAPIError(err).Code == "NoSuchKey" {
@@ -41,6 +43,10 @@ func (g *Gateway) statPath(ctx context.Context, o objectPath) (metaapi.Inode, *o
 	case in.Type != metaapi.TypeDir && in.Type != metaapi.TypeFile:
 		return in, nil, errCode("NoSuchKey", "")
 	}
+	if !hasRec {
+		rec = nil // the object has no record
+	}
+	g.primeMeta(in, rec)
 	om, err := g.metaOf(ctx, in)
 	return in, om, err
 }

@@ -242,8 +242,13 @@ func (s *Server) lookup(ctx context.Context, r *metaapi.LookupReq, _ []byte) (*m
 }
 
 func (s *Server) resolve(ctx context.Context, r *metaapi.ResolveReq, _ []byte) (*metaapi.InodeResp, []byte, error) {
-	if r.WithInline {
-		return inodeResp(s.ns.ResolveWithInline(ctx, r.Path, r.FollowLast))
+	if r.WithInline || r.Xattr != "" {
+		in, v, found, err := s.ns.ResolveRead(ctx, r.Path, r.FollowLast, r.WithInline, r.Xattr)
+		resp, _, err := inodeResp(in, err)
+		if err == nil {
+			resp.Xattr, resp.HasXattr = v, found
+		}
+		return resp, nil, err
 	}
 	return inodeResp(s.ns.Resolve(ctx, r.Path, r.FollowLast))
 }

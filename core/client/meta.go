@@ -45,11 +45,17 @@ func (m *Meta) Lookup(ctx context.Context, parent uint64, name string) (metaapi.
 	return inodeOf(callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.InodeResp, error) { return c.Lookup(ctx, req) }))
 }
 
-// ResolveWithInline is Resolve whose answer carries an inline file's bytes,
-// so that OpenInode of it needs no open call to read them.
-func (m *Meta) ResolveWithInline(ctx context.Context, path string, followLast bool) (metaapi.Inode, error) {
-	req := &metaapi.ResolveReq{Path: path, FollowLast: followLast, WithInline: true}
-	return inodeOf(callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.InodeResp, error) { return c.Resolve(ctx, req) }))
+// ResolveRead is Resolve for a reader of the file: the answer carries an
+// inline file's bytes (OpenInode of it needs no open call to read them) and
+// the value of extended attribute xattr (found false: none), from one
+// snapshot.
+func (m *Meta) ResolveRead(ctx context.Context, path string, followLast bool, xattr string) (in metaapi.Inode, value []byte, found bool, err error) {
+	req := &metaapi.ResolveReq{Path: path, FollowLast: followLast, WithInline: true, Xattr: xattr}
+	r, err := callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.InodeResp, error) { return c.Resolve(ctx, req) })
+	if err != nil {
+		return metaapi.Inode{}, nil, false, err
+	}
+	return r.Inode, r.Xattr, r.HasXattr, nil
 }
 
 // Resolve walks an absolute path (symlinks inside it are followed; the last

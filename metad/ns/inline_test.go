@@ -279,18 +279,43 @@ func TestResolveWithInline(t *testing.T) {
 	if err != nil || plain.Inline != nil || plain.InlineLen != 5 {
 		t.Fatalf("Resolve: %v, %d inline bytes, says %d", err, len(plain.Inline), plain.InlineLen)
 	}
-	got, err := e.ns.ResolveWithInline(ctx, "/f", true)
+	got, err := resolveInline(e, "/f")
 	if err != nil || string(got.Inline) != "hello" {
-		t.Fatalf("ResolveWithInline: %v, inline %q", err, got.Inline)
+		t.Fatalf("resolve with inline: %v, inline %q", err, got.Inline)
 	}
 	if _, err := e.ns.SetAttr(ctx, in.ID, SetAttrRequest{Mask: SetSize, Size: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err = e.ns.ResolveWithInline(ctx, "/f", true); err != nil || string(got.Inline) != "he" {
+	if got, err = resolveInline(e, "/f"); err != nil || string(got.Inline) != "he" {
 		t.Fatalf("after a truncate to 2: %v, inline %q", err, got.Inline)
 	}
 	e.mkdir("/d")
-	if d, err := e.ns.ResolveWithInline(ctx, "/d", true); err != nil || d.Inline != nil {
+	if d, err := resolveInline(e, "/d"); err != nil || d.Inline != nil {
 		t.Fatalf("a directory: %v, inline %q", err, d.Inline)
+	}
+}
+
+func resolveInline(e *tenv, path string) (Inode, error) {
+	in, _, _, err := e.ns.ResolveRead(ctx, path, true, true, "")
+	return in, err
+}
+
+// ResolveRead brings the asked attribute from its snapshot, or says there is
+// none.
+func TestResolveReadXattr(t *testing.T) {
+	e := newEnv(t, nil, inlineOpts())
+	in, s := e.writeSession("/f")
+	if _, err := e.ns.Close(ctx, s, inlineHint(in, "hi")); err != nil {
+		t.Fatal(err)
+	}
+	if _, v, found, err := e.ns.ResolveRead(ctx, "/f", true, false, "user.rec"); err != nil || found || v != nil {
+		t.Fatalf("no attribute yet: %q, %v, %v", v, found, err)
+	}
+	if err := e.ns.SetXattr(ctx, in.ID, "user.rec", []byte("r1"), 0); err != nil {
+		t.Fatal(err)
+	}
+	got, v, found, err := e.ns.ResolveRead(ctx, "/f", true, true, "user.rec")
+	if err != nil || !found || string(v) != "r1" || string(got.Inline) != "hi" {
+		t.Fatalf("ResolveRead: %q, %v, inline %q, %v", v, found, got.Inline, err)
 	}
 }

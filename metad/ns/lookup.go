@@ -130,16 +130,19 @@ func (n *Namespace) Readlink(ctx context.Context, ino uint64) (string, error) {
 // MaxNameLen or paths over MaxPathLen. Reads are snapshot reads: a path is a
 // hint that a later operation revalidates with conflict-tracked reads.
 func (n *Namespace) Resolve(ctx context.Context, path string, followLast bool) (Inode, error) {
-	return n.resolve(ctx, path, followLast, false)
+	in, _, _, err := n.ResolveRead(ctx, path, followLast, false, "")
+	return in, err
 }
 
-// ResolveWithInline is Resolve that also reads an inline file's bytes, in
-// the same snapshot (Inode.Inline).
-func (n *Namespace) ResolveWithInline(ctx context.Context, path string, followLast bool) (Inode, error) {
-	return n.resolve(ctx, path, followLast, true)
-}
-
-func (n *Namespace) resolve(ctx context.Context, path string, followLast, inline bool) (Inode, error) {
+// ResolveRead is Resolve for a reader: in the same snapshot it also reads,
+// with inline, an inline file's bytes (Inode.Inline), and with xattr set,
+// that extended attribute's value (found false: there is none).
+func (n *Namespace) ResolveRead(ctx context.Context, path string, followLast, inline bool, xattr string) (_ Inode, value []byte, found bool, _ error) {
+	if xattr != "" {
+		if err := checkXattrName(xattr); err != nil {
+			return Inode{}, nil, false, err
+		}
+	}
 	var in *Inode
 	err := n.view(ctx, func(tx kv.ReadTxn) error {
 		w := walker{ctx: ctx, tx: tx}
@@ -147,6 +150,11 @@ func (n *Namespace) resolve(ctx context.Context, path string, followLast, inline
 		in, err = w.walk(RootID, path, followLast)
 		if err != nil {
 			return err
+		}
+		if xattr != "" {
+			if value, found, err = tx.SnapshotGet(ctx, xattrKey(in.ID, xattr)); err != nil {
+				return err
+			}
 		}
 		if in.Type == TypeDir {
 			return dirView(ctx, tx, in)
@@ -157,9 +165,9 @@ func (n *Namespace) resolve(ctx context.Context, path string, followLast, inline
 		return nil
 	})
 	if err != nil {
-		return Inode{}, fmt.Errorf("resolve %q: %w", path, err)
+		return Inode{}, nil, false, fmt.Errorf("resolve %q: %w", path, err)
 	}
-	return *in, nil
+	return *in, value, found, nil
 }
 
 // ResolveParent walks all but the last component of path (following symlinks)

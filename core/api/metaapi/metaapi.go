@@ -197,11 +197,19 @@ type ResolveReq struct {
 	// answer carries the bytes (read in the same snapshot), so a reader
 	// needs no open to have them (an S3 GET).
 	WithInline bool `cbor:"3,keyasint,omitempty"`
+	// Xattr: the value of this extended attribute of the inode the path
+	// names comes with the answer, from the same snapshot
+	// (InodeResp.Xattr; an S3 GET's object record).
+	Xattr string `cbor:"4,keyasint,omitempty"`
 }
 
 // InodeResp carries an inode.
 type InodeResp struct {
 	Inode Inode `cbor:"1,keyasint"`
+	// Xattr and HasXattr: what a ResolveReq.Xattr asked for (HasXattr
+	// false: the inode has no such attribute).
+	Xattr    []byte `cbor:"2,keyasint,omitempty"`
+	HasXattr bool   `cbor:"3,keyasint,omitempty"`
 }
 
 // CreateReq creates (or opens) a file.
