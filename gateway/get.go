@@ -24,7 +24,7 @@ func (g *Gateway) statObject(ctx context.Context, rc *reqCtx) (metaapi.Inode, *o
 func (g *Gateway) statPath(ctx context.Context, o objectPath) (metaapi.Inode, *objectMeta, error) {
 	// A small object's bytes and the object's record come with the path:
 	// no open to read the one, no call to read the other.
-	in, rec, hasRec, err := g.meta.ResolveRead(ctx, o.path(), true, xattrObject)
+	in, rec, _, err := g.meta.ResolveRead(ctx, o.path(), true, xattrObject)
 	if err != nil {
 		err = nsError(err, keyRead, o.key)
 		if toAPIError(err).Code == "NoSuchKey" {
@@ -43,10 +43,7 @@ func (g *Gateway) statPath(ctx context.Context, o objectPath) (metaapi.Inode, *o
 	case in.Type != metaapi.TypeDir && in.Type != metaapi.TypeFile:
 		return in, nil, errCode("NoSuchKey", "")
 	}
-	if !hasRec {
-		rec = nil // the object has no record
-	}
-	g.primeMeta(in, rec)
+	g.primeMeta(in, rec) // nil: the object has no record
 	om, err := g.metaOf(ctx, in)
 	return in, om, err
 }

@@ -88,7 +88,8 @@ func (r *Resolver) Check(req *kv.CommitRequest) error {
 }
 
 // readKeys returns a membership test for keys, to be asked about the writes
-// of newer commits: a scan of the keys when both are few, else a set.
+// of newer commits: a scan of the keys when they or the commits are few,
+// else a set.
 func readKeys(keys [][]byte, commits int) func([]byte) bool {
 	if len(keys) <= 8 || commits <= 2 {
 		return func(k []byte) bool {
