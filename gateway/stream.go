@@ -170,11 +170,17 @@ const smallIO = 1 << 20
 // noCacheMin: a body this large, or of unknown length, is written past
 // the storage nodes' page cache (client.NoCache): filling the cache costs
 // more CPU than the disk write, and a large object is seldom read back at
-// once; a smaller one stays there for the GET that often follows.
+// once; a smaller one stays there for the GET that often follows. A GET of
+// this many bytes reads past the cache too: from the disk direct, it costs
+// almost no CPU, and the cache would not have held the object anyway.
 const noCacheMin = 8 << 20
 
-// copyOut sends [off, off+n) of f to w, reading ahead one buffer.
+// copyOut sends [off, off+n) of f to w, reading ahead one buffer. A large
+// range is read past the storage nodes' page cache, as it was written.
 func copyOut(ctx context.Context, w io.Writer, f *client.File, off, n int64) error {
+	if n >= noCacheMin {
+		ctx = client.NoCache(ctx)
+	}
 	if n <= smallIO {
 		buf := make([]byte, n)
 		k, err := readFull(&fileReader{ctx: ctx, f: f, off: off, end: off + n}, buf)

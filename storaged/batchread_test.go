@@ -13,8 +13,17 @@ import (
 // TestBatchReadClosesUpShortResults: a batch read large enough to be read
 // several IOs at once answers each IO in order, and its payload holds the
 // results back to back: a chunk that ends early, one that is absent (its
-// own error, no bytes), whole chunks around them.
+// own error, no bytes), whole chunks around them; the same whether the
+// reads go through the page cache or past it (NoCache).
 func TestBatchReadClosesUpShortResults(t *testing.T) {
+	for _, noCache := range []bool{false, true} {
+		t.Run(map[bool]string{false: "cached", true: "no cache"}[noCache], func(t *testing.T) {
+			testBatchReadPacking(t, noCache)
+		})
+	}
+}
+
+func testBatchReadPacking(t *testing.T, noCache bool) {
 	c := harness.StartStorage(t, harness.StorageConfig{Nodes: 1, Chains: 1, NoSync: true})
 	cl := c.Client(10 * time.Second)
 	chunk := func(i uint64) layout.ChunkID { return layout.MakeChunkID(7, i) }
@@ -30,7 +39,7 @@ func TestBatchReadClosesUpShortResults(t *testing.T) {
 		want = append(want, data)
 	}
 	ch, _ := c.Routing.Current().Chain(1)
-	req := &storageapi.BatchReadReq{}
+	req := &storageapi.BatchReadReq{NoCache: noCache}
 	for i := range sizes {
 		req.IOs = append(req.IOs, storageapi.ReadIO{Key: storageapi.Key{Chain: 1, ChainVer: ch.Version, Chunk: chunk(uint64(i))}, Length: chunkSize})
 	}

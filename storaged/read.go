@@ -31,7 +31,7 @@ func (s *Server) handleBatchRead(ctx context.Context, req *storageapi.BatchReadR
 	out := rpc.PayloadBuffer(int(total))[:0] // back to the pool once sent (PooledResponse)
 	for i, rio := range req.IOs {
 		start := time.Now()
-		n, commit, err := s.readOne(rio, req.Relaxed, out[len(out):len(out)+int(rio.Length)])
+		n, commit, err := s.readOne(rio, req.Relaxed, req.NoCache, out[len(out):len(out)+int(rio.Length)])
 		if s.metrics != nil {
 			if t := s.target(routing.ChainID(rio.Key.Chain)); t != nil {
 				s.metrics.read(t.id, n, time.Since(start), err)
@@ -51,8 +51,9 @@ func (s *Server) handleBatchRead(ctx context.Context, req *storageapi.BatchReadR
 	return resp, out, nil
 }
 
-// readOne reads one range into buf; short at the chunk's end.
-func (s *Server) readOne(rio storageapi.ReadIO, relaxed bool, buf []byte) (int, uint32, error) {
+// readOne reads one range into buf; short at the chunk's end. noCache: past
+// the page cache where it can.
+func (s *Server) readOne(rio storageapi.ReadIO, relaxed, noCache bool, buf []byte) (int, uint32, error) {
 	t, _, chain, err := s.route(rio.Key.Chain, rio.Key.ChainVer)
 	if err != nil {
 		return 0, 0, err
@@ -95,7 +96,11 @@ func (s *Server) readOne(rio storageapi.ReadIO, relaxed bool, buf []byte) (int, 
 	if rio.Offset >= m.Len {
 		return 0, m.CommitVer, nil
 	}
-	n, err := h.ReadAt(buf[:min(uint32(len(buf)), m.Len-rio.Offset)], int64(rio.Offset))
+	read := h.ReadAt
+	if noCache {
+		read = h.ReadAtUncached
+	}
+	n, err := read(buf[:min(uint32(len(buf)), m.Len-rio.Offset)], int64(rio.Offset))
 	if err != nil && !errors.Is(err, io.EOF) {
 		s.noteCorrupt(t, chunk, err) // the client reads another replica; this one gets repaired
 		return 0, 0, err

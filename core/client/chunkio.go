@@ -354,7 +354,7 @@ func (c *ChunkIO) rpcRead(ctx context.Context, info *routing.Info, node routing.
 	}
 	start := time.Now()
 	actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
-	resp, data, err := c.storage.BatchRead(actx, addr, &storageapi.BatchReadReq{Relaxed: relaxed, IOs: wire})
+	resp, data, err := c.storage.BatchRead(actx, addr, &storageapi.BatchReadReq{Relaxed: relaxed, IOs: wire, NoCache: isNoCache(ctx)})
 	cancel()
 	err = attemptErr(ctx, actx, err, addr)
 	c.Window().Observe(time.Since(start), requestClass(false, total), outcomeOf(err, ctx.Err()))
@@ -579,10 +579,11 @@ func (c *ChunkIO) BatchRead(ctx context.Context, ios []ReadIO, relaxed bool) []R
 
 type noCacheKey struct{}
 
-// NoCache marks the chunk writes made under ctx as ones whose data need not
-// stay in the storage nodes' page cache (storageapi.WriteReq.NoCache): a
-// large object written once and seldom read back at once, for which
-// filling the cache costs more than writing to the disk directly.
+// NoCache marks the chunk writes and reads made under ctx as ones whose data
+// need not stay in the storage nodes' page cache (storageapi.WriteReq and
+// BatchReadReq.NoCache): a large object written once and seldom read back
+// at once, or read whole, for which filling the cache costs more than going
+// to the disk directly.
 func NoCache(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noCacheKey{}, true)
 }

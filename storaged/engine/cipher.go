@@ -131,10 +131,23 @@ func (e *Engine) checkKey(key []byte) error {
 
 // readContent reads block content [off, off+len(p)) into p, decrypted.
 func (e *Engine) readContent(f *os.File, loc blockLoc, p []byte, off int64) error {
+	return e.readContentVia(f, loc, p, off, false)
+}
+
+// readContentVia is readContent, with direct: its whole aligned head past
+// the page cache.
+func (e *Engine) readContentVia(f *os.File, loc blockLoc, p []byte, off int64, direct bool) error {
 	if err := e.opts.Faults.check(OpRead, f.Name()); err != nil {
 		return err
 	}
-	if err := preadFull(f, p, loc.offset()+off); err != nil {
+	n := 0
+	if direct {
+		var err error
+		if n, err = e.alloc.directOf(loc).read(p, loc.offset()+off); err != nil {
+			return err
+		}
+	}
+	if err := preadFull(f, p[n:], loc.offset()+off+int64(n)); err != nil {
 		return err
 	}
 	if e.ciph != nil {

@@ -42,6 +42,17 @@ func (h *Handle) Release() {
 // (ErrChecksum, counted in Stats). Like io.ReaderAt it returns io.EOF with
 // a short count when the read reaches past Len.
 func (h *Handle) ReadAt(p []byte, off int64) (int, error) {
+	return h.readAt(p, off, false)
+}
+
+// ReadAtUncached is ReadAt for a large read whose bytes need not stay in
+// the page cache (a large S3 object's GET): its whole aligned runs come
+// from the disk direct (see direct.go).
+func (h *Handle) ReadAtUncached(p []byte, off int64) (int, error) {
+	return h.readAt(p, off, true)
+}
+
+func (h *Handle) readAt(p []byte, off int64, direct bool) (int, error) {
 	if h.released.Load() {
 		return 0, fmt.Errorf("engine: read %v: %w: handle released", h.key, ErrInvalid)
 	}
@@ -61,7 +72,7 @@ func (h *Handle) ReadAt(p []byte, off int64) (int, error) {
 	}
 	if h.v.inline {
 		copy(p[:n], h.content[off:])
-	} else if err := h.e.readVerified(h.key, h.v, p[:n], off); err != nil {
+	} else if err := h.e.readVerified(h.key, h.v, p[:n], off, direct); err != nil {
 		clear(p[:n])
 		return 0, err
 	}
@@ -81,8 +92,9 @@ func putSeg(b *[]byte) { segPool.Put(b) }
 // readVerified fills p with content [off, off+len(p)) of v, which must lie
 // within v's length. Runs of whole segments are read straight into p (one
 // pread) and verified in place; partial segments at either end go through
-// a scratch buffer because their CRC covers bytes outside p.
-func (e *Engine) readVerified(k Key, v *version, p []byte, off int64) error {
+// a scratch buffer because their CRC covers bytes outside p. direct: the
+// runs come past the page cache.
+func (e *Engine) readVerified(k Key, v *version, p []byte, off int64, direct bool) error {
 	f, loc := e.alloc.file(v.blk.loc), v.blk.loc
 	size := int64(v.meta.Len)
 	end := off + int64(len(p))
@@ -100,7 +112,7 @@ func (e *Engine) readVerified(k Key, v *version, p []byte, off int64) error {
 				runEnd, t = next, t+1
 			}
 			buf := p[pos-off : runEnd-off]
-			if err := e.readContent(f, loc, buf, pos); err != nil {
+			if err := e.readContentVia(f, loc, buf, pos, direct); err != nil {
 				return e.readFailed(k, v, s, err)
 			}
 			for i := s; i < t; i++ {
@@ -173,7 +185,7 @@ func (h *Handle) Verify() error {
 	bp := verifyPool.Get().(*[]byte)
 	defer verifyPool.Put(bp)
 	for off := int64(0); off < size; off += int64(len(*bp)) {
-		if err := h.e.readVerified(h.key, h.v, (*bp)[:min(int64(len(*bp)), size-off)], off); err != nil {
+		if err := h.e.readVerified(h.key, h.v, (*bp)[:min(int64(len(*bp)), size-off)], off, false); err != nil {
 			return err
 		}
 	}

@@ -96,7 +96,7 @@ func (e *Engine) Verify(ctx context.Context) (VerifyReport, error) {
 		v := &version{meta: r.meta, crcs: r.crcs, blk: &block{loc: r.loc}}
 		for off := int64(0); off < int64(r.meta.Len); off += int64(len(buf)) {
 			p := buf[:min(int64(len(buf)), int64(r.meta.Len)-off)]
-			if err := e.readVerified(k, v, p, off); err != nil {
+			if err := e.readVerified(k, v, p, off, false); err != nil {
 				rep.ChecksumErrors++
 				rep.problem("%v: %v", k, err)
 				break

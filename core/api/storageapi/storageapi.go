@@ -111,10 +111,13 @@ type ReadIO struct {
 }
 
 // BatchReadReq reads many ranges in one call. Relaxed returns a chunk's
-// pending version instead of refusing with ChunkNotCommitted.
+// pending version instead of refusing with ChunkNotCommitted. NoCache: the
+// bytes need not stay in the replica's page cache (a large S3 object's
+// GET): whole aligned runs come from the disk directly.
 type BatchReadReq struct {
 	IOs     []ReadIO `cbor:"1,keyasint"`
 	Relaxed bool     `cbor:"2,keyasint,omitempty"`
+	NoCache bool     `cbor:"3,keyasint,omitempty"`
 }
 
 // ReadResult is one IO's outcome; its bytes are in the response payload, the
