@@ -2,15 +2,14 @@ package gateway
 
 import (
 	"context"
-	"crypto/md5"
 	"errors"
 	"hash"
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/flyfs/flyfs/core/client"
-	md5simd "github.com/minio/md5-simd"
 )
 
 // Data moves between HTTP bodies and files in bufSize pieces, two in flight:
@@ -20,19 +19,11 @@ const bufSize = 8 << 20
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
 
-// md5Server hashes many large bodies at once in SIMD lanes (AVX2/AVX-512):
-// with 16 concurrent PUTs it costs about half the CPU of crypto/md5.
-var md5Server = sync.OnceValue(md5simd.NewServer)
-
-// newMD5 returns an MD5 for a body of size bytes (-1: unknown) and its
-// release; small bodies use crypto/md5, which has no hand-off latency.
-func newMD5(size int64) (hash.Hash, func()) {
-	if size >= 0 && size < 1<<20 {
-		return md5.New(), func() {}
-	}
-	h := md5Server().NewHash()
-	return h, h.Close
-}
+// The ETag's MD5 is crypto/md5's, not a SIMD multi-buffer hasher's: those
+// (minio's md5-simd) use the frame pointer register in their assembly, and
+// the runtime's execution tracer, which walks stacks by frame pointer, then
+// crashes the process (TestLargePutsUnderExecutionTrace). It costs about
+// 1.4 s of CPU per GiB here, the largest part of a large PUT's.
 
 // readFull reads until p is full or the reader ends (io.EOF only when
 // nothing was read).
@@ -82,10 +73,21 @@ func copyInSized(ctx context.Context, f *client.File, off int64, body io.Reader,
 		}
 		return int64(n), nil
 	}
+	// Three stages, each on its own goroutine: reading the body (and the
+	// SigV4 payload hash that checks it as it is read), the other hashes
+	// (the ETag's MD5, a checksum the client asked for), and the chunk
+	// writes. A piece's buffer goes back to the pool when both the hashes
+	// and the write are done with it.
 	type piece struct {
-		buf *[]byte
-		n   int
-		off int64
+		buf  *[]byte
+		n    int
+		off  int64
+		left *atomic.Int32
+	}
+	release := func(p piece) {
+		if p.left.Add(-1) == 0 {
+			bufPool.Put(p.buf)
+		}
 	}
 	work := make(chan piece, 1)
 	werr := make(chan error, 1)
@@ -97,10 +99,26 @@ func copyInSized(ctx context.Context, f *client.File, off int64, body io.Reader,
 					first = err
 				}
 			}
-			bufPool.Put(p.buf)
+			release(p)
 		}
 		werr <- first
 	}()
+	var hashing chan piece
+	hashed := make(chan struct{})
+	if len(hashes) > 0 {
+		hashing = make(chan piece, 1)
+		go func() {
+			defer close(hashed)
+			for p := range hashing {
+				for _, h := range hashes {
+					h.Write((*p.buf)[:p.n])
+				}
+				release(p)
+			}
+		}()
+	} else {
+		close(hashed)
+	}
 	var total int64
 	var rerr error
 	for {
@@ -112,10 +130,13 @@ func copyInSized(ctx context.Context, f *client.File, off int64, body io.Reader,
 				rerr = errCode("EntityTooLarge", "")
 				break
 			}
-			for _, h := range hashes {
-				h.Write((*b)[:n])
+			p := piece{buf: b, n: n, off: off + total, left: new(atomic.Int32)}
+			p.left.Store(1)
+			if hashing != nil {
+				p.left.Store(2)
+				hashing <- p
 			}
-			work <- piece{b, n, off + total}
+			work <- p
 			total += int64(n)
 		} else {
 			bufPool.Put(b)
@@ -129,6 +150,10 @@ func copyInSized(ctx context.Context, f *client.File, off int64, body io.Reader,
 		}
 	}
 	close(work)
+	if hashing != nil {
+		close(hashing)
+	}
+	<-hashed
 	if e := <-werr; rerr == nil {
 		rerr = e
 	}
