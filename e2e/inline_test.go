@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flyfs/flyfs/core/api/metaapi"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/e2e/harness"
 	"github.com/flyfs/flyfs/metad/ns"
@@ -187,6 +188,51 @@ func TestInlineSmallFiles(t *testing.T) {
 	got = make([]byte, len(page))
 	if n, _ := lf.ReadAt(got, 0); !bytes.Equal(got[:n], page) {
 		t.Fatalf("a file opened from its listing reads %d bytes, %q...", n, got[:min(n, 8)])
+	}
+
+	// A read open, as a mount makes it, by the client that wrote or read an
+	// inline file's bytes names the generation it holds (OpenReq.KnownGen)
+	// and gets them from its copy; a change anywhere moves the generation,
+	// and the next open reads the new bytes.
+	readOpen := func(cl *client.FS, p string) string {
+		t.Helper()
+		st, err := cl.Stat(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, _, err := cl.Meta().Open(ctx, st.ID, os.O_RDONLY, client.Creds{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := cl.OpenInode(ctx, in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 64)
+		n, err := f.ReadAt(buf, 0)
+		if err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		return string(buf[:n])
+	}
+	write(fs, "/kept", []byte("first"), 0, create)
+	for _, cl := range []*client.FS{fs, fs, other, other} {
+		if got := readOpen(cl, "/kept"); got != "first" {
+			t.Fatalf("read open of /kept: %q", got)
+		}
+	}
+	write(other, "/kept", []byte("second"), 0, os.O_WRONLY|os.O_TRUNC)
+	for _, cl := range []*client.FS{fs, other} {
+		if got := readOpen(cl, "/kept"); got != "second" {
+			t.Fatalf("read open after another client rewrote /kept: %q", got)
+		}
+	}
+	kept, _ := fs.Stat(ctx, "/kept")
+	if _, err := other.Meta().SetAttr(ctx, kept.ID, metaapi.SetAttrReq{Mask: metaapi.SetSize, Size: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readOpen(fs, "/kept"); got != "sec" {
+		t.Fatalf("read open after another client truncated /kept: %q", got)
 	}
 
 	// An inline file reads with no storage node up.

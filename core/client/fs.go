@@ -26,6 +26,7 @@ type FS struct {
 	routing  routing.Source
 	clientID uint64
 	cache    *inodeCache
+	inlines  inlineCopies
 	keys     *Keys
 	mgmtd    *Mgmtd // nil when routing does not come from mgmtd
 	// MetaRetry bounds how long a metadata call keeps trying while no metad

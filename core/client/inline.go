@@ -139,6 +139,7 @@ func (f *File) closeHeld(ctx context.Context) (done bool, err error) {
 			if in.InlineOmitted && in.Length == uint64(len(f.held)) {
 				in.Inline, in.InlineOmitted = f.held, false // what metad kept
 			}
+			f.fs.inlines.note(in) // its next read open need not fetch them
 			f.held, f.heldSpans = nil, nil
 			f.holding.Store(false)
 			f.closed(in, true)

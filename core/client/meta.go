@@ -91,9 +91,25 @@ func writeFlags(flags int) bool { return flags&(os.O_WRONLY|os.O_RDWR) != 0 }
 // returns a session.
 func (m *Meta) Open(ctx context.Context, ino uint64, flags int, cr Creds) (metaapi.Inode, []byte, error) {
 	req := &metaapi.OpenReq{Ino: ino, Flags: flags, Client: m.fs.clientID}
+	read := flags&(syscall.O_ACCMODE|syscall.O_TRUNC) == syscall.O_RDONLY
+	held, ok := inlineCopy{}, false
+	if read {
+		if held, ok = m.fs.inlines.get(ino); ok {
+			req.KnownGen = held.gen
+		}
+	}
 	r, err := callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.OpenResp, error) { return c.Open(ctx, req) })
+	if err == nil && read && !held.fill(&r.Inode) {
+		// Not the copy's file after all: ask for the bytes.
+		m.fs.inlines.drop(ino)
+		req.KnownGen = 0
+		r, err = callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.OpenResp, error) { return c.Open(ctx, req) })
+	}
 	if err != nil {
 		return metaapi.Inode{}, nil, err
+	}
+	if read {
+		m.fs.inlines.note(r.Inode)
 	}
 	if flags&os.O_TRUNC != 0 && r.Inode.Type == metaapi.TypeFile {
 		if err := m.fs.dropChunksPast(ctx, r.Inode, 0); err != nil { // as in Create

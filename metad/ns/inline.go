@@ -170,13 +170,18 @@ func (o *op) copyInline(src, dst *Inode) error {
 	return nil
 }
 
-// statData is Stat with an inline file's data.
-func (n *Namespace) statData(ctx context.Context, ino uint64) (Inode, error) {
+// statData is Stat with an inline file's data, left out when the caller
+// holds it at generation known (0: never).
+func (n *Namespace) statData(ctx context.Context, ino, known uint64) (Inode, error) {
 	var res Inode
 	err := n.view(ctx, func(tx kv.ReadTxn) error {
 		in, err := getInode(ctx, tx, ino, true)
 		if err != nil {
 			return err
+		}
+		if known != 0 && in.Gen == known {
+			res = *in // the caller holds its bytes: inline bytes change only with Gen
+			return nil
 		}
 		if err := loadInline(ctx, tx, in, true); err != nil {
 			return err

@@ -319,3 +319,43 @@ func TestResolveReadXattr(t *testing.T) {
 		t.Fatalf("ResolveRead: %q, %v, inline %q, %v", v, found, got.Inline, err)
 	}
 }
+
+// A read open from a caller that holds the bytes of the file's current
+// generation answers without them; any change of the bytes (a truncate,
+// here) moves the generation, and the next such open brings them again.
+func TestOpenReadKnowingTheBytes(t *testing.T) {
+	e := newEnv(t, nil, inlineOpts())
+	in, s := e.writeSession("/f")
+	closed, err := e.ns.Close(ctx, s, inlineHint(in, "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(known uint64) Inode {
+		t.Helper()
+		got, err := e.ns.OpenRead(ctx, in.ID, known)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	for _, row := range []struct {
+		name  string
+		known uint64
+		want  string
+	}{
+		{"holds nothing", 0, "hello"},
+		{"holds the current generation", closed.Gen, ""},
+		{"holds an older generation", closed.Gen - 1, "hello"},
+	} {
+		if got := open(row.known); string(got.Inline) != row.want || got.InlineLen != 5 {
+			t.Errorf("%s: inline %q (%d), want %q", row.name, got.Inline, got.InlineLen, row.want)
+		}
+	}
+	cut, err := e.ns.Truncate(ctx, in.ID, 3)
+	if err != nil || cut.Gen == closed.Gen {
+		t.Fatalf("truncate: %v, gen %d (was %d)", err, cut.Gen, closed.Gen)
+	}
+	if got := open(closed.Gen); string(got.Inline) != "hel" {
+		t.Fatalf("after a truncate, a caller holding the old bytes gets %q", got.Inline)
+	}
+}

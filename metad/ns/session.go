@@ -90,14 +90,8 @@ func (n *Namespace) Open(ctx context.Context, ino uint64, flags int, client Clie
 	write := flags&syscall.O_ACCMODE != syscall.O_RDONLY
 	trunc := flags&syscall.O_TRUNC != 0
 	if !write && !trunc {
-		in, err := n.statData(ctx, ino)
-		if err != nil {
-			return OpenResult{}, err
-		}
-		if in.Type == TypeSymlink {
-			return OpenResult{}, fail(ErrLoop, "open symlink %d", ino)
-		}
-		return OpenResult{Inode: in}, nil
+		in, err := n.OpenRead(ctx, ino, 0)
+		return OpenResult{Inode: in}, err
 	}
 	sid := NewSessionID()
 	var res OpenResult
@@ -137,6 +131,21 @@ func (n *Namespace) Open(ctx context.Context, ino uint64, flags int, client Clie
 		return OpenResult{}, fmt.Errorf("open %d: %w", ino, err)
 	}
 	return res, nil
+}
+
+// OpenRead is Open for reading (O_RDONLY, no session): the inode with an
+// inline file's bytes, unless the caller holds them at generation known
+// (0: it holds none) and the file is still at it; then Inline is nil while
+// InlineLen says the file is inline.
+func (n *Namespace) OpenRead(ctx context.Context, ino, known uint64) (Inode, error) {
+	in, err := n.statData(ctx, ino, known)
+	if err != nil {
+		return Inode{}, err
+	}
+	if in.Type == TypeSymlink {
+		return Inode{}, fail(ErrLoop, "open symlink %d", ino)
+	}
+	return in, nil
 }
 
 // LengthHint is a client's report of a file's length: the largest offset it

@@ -386,11 +386,14 @@ type ReportReq struct {
 }
 
 // OpenReq opens an existing inode with open(2) flags; write opens get a
-// session.
+// session. KnownGen: the caller holds the bytes of the inline file at this
+// generation (it wrote or read them); a read open of the file still at it
+// answers without them (InlineOmitted), sparing the read of the bytes.
 type OpenReq struct {
-	Ino    uint64 `cbor:"1,keyasint"`
-	Flags  int    `cbor:"2,keyasint,omitempty"`
-	Client uint64 `cbor:"3,keyasint,omitempty"`
+	Ino      uint64 `cbor:"1,keyasint"`
+	Flags    int    `cbor:"2,keyasint,omitempty"`
+	Client   uint64 `cbor:"3,keyasint,omitempty"`
+	KnownGen uint64 `cbor:"4,keyasint,omitempty"`
 }
 
 // OpenResp is CreateResp without Created.
