@@ -88,20 +88,23 @@ func (n *Namespace) Lookup(ctx context.Context, parent uint64, name string) (Ino
 	}
 	var in *Inode
 	err := n.view(ctx, func(tx kv.ReadTxn) error {
-		p, err := getInode(ctx, tx, parent, true)
-		if err != nil {
-			return err
-		}
-		if p.Type != TypeDir {
-			return fail(ErrNotDir, "lookup in inode %d", parent)
-		}
 		d, found, err := getDentry(ctx, tx, parent, name, true)
 		if err != nil {
 			return err
 		}
 		if !found {
+			// No such name, or no such directory to hold it.
+			p, err := getInode(ctx, tx, parent, true)
+			if err != nil {
+				return err
+			}
+			if p.Type != TypeDir {
+				return fail(ErrNotDir, "lookup in inode %d", parent)
+			}
 			return fail(ErrNotExist, "lookup %q in %d", name, parent)
 		}
+		// A dentry's parent is a directory (an invariant; fsck checks it),
+		// so a found name needs no read of the parent.
 		in, err = statInode(ctx, tx, d.Ino)
 		return err
 	})
