@@ -80,42 +80,16 @@ func aligned(p []byte) bool { return uintptr(unsafe.Pointer(&p[0]))%directAlign 
 // write writes the longest aligned head of p at off (a file offset)
 // through d and returns how many bytes it wrote; the caller writes the rest
 // through the page cache. 0 means nothing went direct.
-func (d *directFile) write(p []byte, off int64) (int, error) {
-	if d == nil || d.off.Load() || len(p) < directMin || off%directAlign != 0 {
-		return 0, nil
-	}
-	n := len(p) &^ (directAlign - 1)
-	done := 0
-	for done < n {
-		piece := p[done:n]
-		var bp *[]byte
-		if !aligned(piece) {
-			bp = directBufs.Get().(*[]byte)
-			m := min(len(piece), directPiece)
-			piece = (*bp)[:m]
-			copy(piece, p[done:done+m])
-		}
-		w, err := d.f.WriteAt(piece, off+int64(done))
-		if bp != nil {
-			directBufs.Put(bp)
-		}
-		done += w
-		d.wrote.Add(int64(w))
-		if err != nil {
-			if errors.Is(err, syscall.EINVAL) && w == 0 {
-				d.off.Store(true) // not for this file system: the page cache from now on
-				return done, nil
-			}
-			return done, ioErr("write "+d.f.Name(), err)
-		}
-	}
-	return done, nil
-}
+func (d *directFile) write(p []byte, off int64) (int, error) { return d.move(p, off, true) }
 
 // read fills the longest aligned head of p with the file's bytes from off
 // (a file offset) through d and returns how many bytes it read; the caller
 // reads the rest through the page cache. 0 means nothing came direct.
-func (d *directFile) read(p []byte, off int64) (int, error) {
+func (d *directFile) read(p []byte, off int64) (int, error) { return d.move(p, off, false) }
+
+// move is write (toFile) or read: pieces of p whose memory is not aligned
+// go through a pooled aligned buffer.
+func (d *directFile) move(p []byte, off int64, toFile bool) (int, error) {
 	if d == nil || d.off.Load() || len(p) < directMin || off%directAlign != 0 {
 		return 0, nil
 	}
@@ -127,21 +101,35 @@ func (d *directFile) read(p []byte, off int64) (int, error) {
 		if !aligned(piece) {
 			bp = directBufs.Get().(*[]byte)
 			piece = (*bp)[:min(len(piece), directPiece)]
+			if toFile {
+				copy(piece, p[done:])
+			}
 		}
-		r, err := d.f.ReadAt(piece, off+int64(done))
+		var k int
+		var err error
+		if toFile {
+			k, err = d.f.WriteAt(piece, off+int64(done))
+			d.wrote.Add(int64(k))
+		} else {
+			k, err = d.f.ReadAt(piece, off+int64(done))
+			d.readN.Add(int64(k))
+			if bp != nil {
+				copy(p[done:done+k], piece[:k])
+			}
+		}
 		if bp != nil {
-			copy(p[done:done+r], piece[:r])
 			directBufs.Put(bp)
 		}
-		done += r
-		d.readN.Add(int64(r))
+		done += k
 		switch {
 		case err == nil:
-		case errors.Is(err, io.EOF): // a short file: the page cache path says what is wrong
+		case !toFile && errors.Is(err, io.EOF): // a short file: the page cache path says what is wrong
 			return done, nil
-		case errors.Is(err, syscall.EINVAL) && r == 0:
-			d.off.Store(true)
+		case errors.Is(err, syscall.EINVAL) && k == 0:
+			d.off.Store(true) // not for this file system: the page cache from now on
 			return done, nil
+		case toFile:
+			return done, ioErr("write "+d.f.Name(), err)
 		default:
 			return done, ioErr("read "+d.f.Name(), err)
 		}
