@@ -400,7 +400,7 @@ func (s *Server) mkdirAll(ctx context.Context, r *metaapi.MkdirAllReq, _ []byte)
 func (s *Server) open(ctx context.Context, r *metaapi.OpenReq, _ []byte) (*metaapi.OpenResp, []byte, error) {
 	var res ns.OpenResult
 	err := s.spillRetry(ctx, func() (err error) {
-		if r.KnownGen != 0 && r.Flags&(syscall.O_ACCMODE|syscall.O_TRUNC) == syscall.O_RDONLY {
+		if r.Flags&(syscall.O_ACCMODE|syscall.O_TRUNC) == syscall.O_RDONLY {
 			res.Inode, err = s.ns.OpenRead(ctx, r.Ino, r.KnownGen)
 			return err
 		}

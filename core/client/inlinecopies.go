@@ -21,8 +21,8 @@ type inlineCopies struct {
 }
 
 type inlineCopy struct {
-	gen, length uint64
-	data        []byte // shared, never written
+	gen  uint64
+	data []byte // shared, never written
 }
 
 // maxInlineCopies bounds the bytes held.
@@ -49,29 +49,6 @@ func (c *inlineCopies) note(in metaapi.Inode) {
 	if old, ok := c.m[in.ID]; ok {
 		c.bytes -= len(old.data)
 	}
-	c.m[in.ID] = inlineCopy{gen: in.Gen, length: in.Length, data: in.Inline}
+	c.m[in.ID] = inlineCopy{gen: in.Gen, data: in.Inline}
 	c.bytes += len(in.Inline)
-}
-
-// drop forgets ino's copy.
-func (c *inlineCopies) drop(ino uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old, ok := c.m[ino]; ok {
-		c.bytes -= len(old.data)
-		delete(c.m, ino)
-	}
-}
-
-// fill gives a read open's answer without bytes the copy held for it;
-// false: there is none that fits (the caller opens again without KnownGen).
-func (k inlineCopy) fill(in *metaapi.Inode) bool {
-	if !in.InlineOmitted {
-		return true
-	}
-	if in.Gen != k.gen || in.Length != k.length {
-		return false
-	}
-	in.Inline, in.InlineOmitted = k.data, false
-	return true
 }

@@ -99,16 +99,13 @@ func (m *Meta) Open(ctx context.Context, ino uint64, flags int, cr Creds) (metaa
 		}
 	}
 	r, err := callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.OpenResp, error) { return c.Open(ctx, req) })
-	if err == nil && read && !held.fill(&r.Inode) {
-		// Not the copy's file after all: ask for the bytes.
-		m.fs.inlines.drop(ino)
-		req.KnownGen = 0
-		r, err = callMeta(ctx, m.fs, func(c metaapi.Client) (*metaapi.OpenResp, error) { return c.Open(ctx, req) })
-	}
 	if err != nil {
 		return metaapi.Inode{}, nil, err
 	}
 	if read {
+		if ok && r.Inode.InlineOmitted && r.Inode.Gen == held.gen { // left out: we hold them
+			r.Inode.Inline, r.Inode.InlineOmitted = held.data, false
+		}
 		m.fs.inlines.note(r.Inode)
 	}
 	if flags&os.O_TRUNC != 0 && r.Inode.Type == metaapi.TypeFile {
