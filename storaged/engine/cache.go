@@ -55,12 +55,23 @@ type shard struct {
 	_  [32]byte // keep shards on separate cache lines
 }
 
+// keyHash mixes every bit of a key into every bit of the hash: the chain,
+// the inode and the chunk index all vary in the low bits the shard and the
+// lock are chosen from.
 func keyHash(k Key) uint64 {
-	a := binary.LittleEndian.Uint64(k.Chunk[:8])
-	b := binary.LittleEndian.Uint64(k.Chunk[8:])
-	h := (a ^ uint64(k.Chain)<<32) * 0x9E3779B97F4A7C15
-	h ^= b * 0xC2B2AE3D27D4EB4F
-	return h ^ h>>29
+	a := binary.BigEndian.Uint64(k.Chunk[:8])
+	b := binary.BigEndian.Uint64(k.Chunk[8:])
+	return mix64(mix64(a^uint64(k.Chain)<<44) + b)
+}
+
+// mix64 is splitmix64's finalizer: a bijection whose every output bit
+// depends on every input bit.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 func (e *Engine) shard(k Key) *shard { return &e.shards[keyHash(k)%numShards] }
