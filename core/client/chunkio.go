@@ -65,6 +65,7 @@ func NewChunkIO(src routing.Source, c *rpc.Client, retryFor time.Duration) *Chun
 		retryFor = 30 * time.Second
 	}
 	cio := &ChunkIO{routing: src, storage: storageapi.Client{RPC: c}, clientID: rand.Uint64() | 1, retryFor: retryFor}
+	cio.unsynced.syncing = make(chan struct{}, 1)
 	cio.window.Store(NewWindow(WindowConfig{}))
 	cio.hedge.Store(newHedger(HedgeConfig{}))
 	return cio

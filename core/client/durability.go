@@ -16,9 +16,13 @@ import (
 // chains, as fsync(2) must.
 
 // unsynced is the set of chains with relaxed updates not synced since.
+// One Sync runs at a time (syncing): one that starts while another syncs
+// waits for it, since the chains of its own updates may be in the other's
+// hands; when that one fails, they are back in the set for it to sync.
 type unsynced struct {
-	mu     sync.Mutex
-	chains map[routing.ChainID]struct{}
+	syncing chan struct{} // holds a token while a Sync runs
+	mu      sync.Mutex
+	chains  map[routing.ChainID]struct{}
 }
 
 func (u *unsynced) add(c routing.ChainID) {
@@ -51,6 +55,12 @@ func (c *ChunkIO) noteUpdate(ctx context.Context, chain routing.ChainID) {
 // node of each chain such an update went to syncs its disks. Chains it
 // could not sync stay for the next Sync.
 func (c *ChunkIO) Sync(ctx context.Context) error {
+	select {
+	case c.unsynced.syncing <- struct{}{}:
+		defer func() { <-c.unsynced.syncing }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	chains := c.unsynced.take()
 	if len(chains) == 0 {
 		return nil
