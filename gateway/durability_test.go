@@ -1,16 +1,22 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/flyfs/flyfs/core/api/metaapi"
 	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/durability"
+	"github.com/flyfs/flyfs/e2e/harness"
 )
 
 // durabilityNS records, for each metadata change the gateway makes, whether
@@ -99,6 +105,59 @@ func TestObjectDurableAtItsPublish(t *testing.T) {
 				if !strings.HasSuffix(call, " relaxed") {
 					t.Errorf("a staging change is durable on its own (one more fsync per object): %v", calls)
 				}
+			}
+		})
+	}
+}
+
+// TestBodyDurableBeforeItsAnswer: a body's chunk writes go relaxed (one
+// sync per storage node instead of one per chunk), so the gateway syncs
+// the storage nodes before the object's publish and before a part's
+// record: when PutObject or UploadPart answers, no storage node holds an
+// update it has not synced. The nodes' own periodic sync is an hour away.
+func TestBodyDurableBeforeItsAnswer(t *testing.T) {
+	l := startGWOn(t, harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 4, SyncWindow: time.Hour}, nil)
+	c := l.sdk(t, rootAK, rootSK)
+	ctx := context.Background()
+	mustBucket(t, c, "dur")
+	unsynced := func() (n int) {
+		for _, e := range l.c.Server(0).Engines() {
+			if e.Stats().Unsynced {
+				n++
+			}
+		}
+		return n
+	}
+	body := bytes.Repeat([]byte("flyfs"), 3<<20/5) // 3 MiB: three chunks
+	for _, tc := range []struct {
+		name string
+		op   func() error
+	}{
+		{"PutObject", func() error {
+			_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("dur"), Key: aws.String("big"), Body: bytes.NewReader(body)})
+			return err
+		}},
+		{"PutObject of unknown length", func() error {
+			_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("dur"), Key: aws.String("streamed"), Body: io.MultiReader(bytes.NewReader(body))},
+				s3.WithAPIOptions(v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware))
+			return err
+		}},
+		{"UploadPart", func() error {
+			up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("dur"), Key: aws.String("parts")})
+			if err != nil {
+				return err
+			}
+			_, err = c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("dur"), Key: aws.String("parts"), UploadId: up.UploadId,
+				PartNumber: aws.Int32(1), Body: bytes.NewReader(body)})
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.op(); err != nil {
+				t.Fatal(err)
+			}
+			if n := unsynced(); n != 0 {
+				t.Fatalf("answered with %d storage disks holding updates not synced", n)
 			}
 		})
 	}

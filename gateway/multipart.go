@@ -236,9 +236,12 @@ func (g *Gateway) writePart(ctx context.Context, rc *reqCtx, u *upload, n int, b
 	if rec.File == "" {
 		limit = stride // never spill into the next part's slot
 	}
-	got, err := copyInSized(ctx, f, off, body, size, limit, hashes...)
+	got, err := copyInSized(bodyCtx(ctx), f, off, body, size, limit, hashes...)
 	if cerr := f.CloseContext(ctx); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		err = g.fs.SyncData(ctx) // the relaxed chunk writes, before the part's record
 	}
 	if err == nil && size >= 0 && got != size {
 		err = errCode("IncompleteBody", "")

@@ -42,9 +42,15 @@ func (g *Gateway) discard(name string) {
 // relaxed. Nothing reads a staging file, and its publish is a durable
 // commit, which makes every change before it durable with it (the
 // metadata store's log is written in order). A crash before the publish
-// loses only what the sweeper would remove. The data goes to chunks under
-// the request's own context.
+// loses only what the sweeper would remove.
 func stagingCtx(ctx context.Context) context.Context { return durability.Relaxed(ctx) }
+
+// bodyCtx is the context of a body's chunk writes: relaxed, each
+// acknowledged once its storage node has it, not once the node has synced
+// it. The caller makes them durable with one SyncData before the object's
+// (or part's) commit point, so a large body costs one sync per storage node,
+// not one per chunk.
+func bodyCtx(ctx context.Context) context.Context { return durability.Relaxed(ctx) }
 
 // stage streams body into a new staging file and checks what the request
 // claimed about it: length, Content-MD5, additional checksum.
@@ -72,13 +78,13 @@ func (g *Gateway) stage(ctx context.Context, rc *reqCtx, body interface{ Read([]
 		ch = newChecksumHash(spec.algo)
 		hashes = append(hashes, ch)
 	}
-	n, err := copyInSized(ctx, f, 0, body, size, limit, hashes...)
+	n, err := copyInSized(bodyCtx(ctx), f, 0, body, size, limit, hashes...)
 	if cerr := f.CloseContext(stagingCtx(ctx)); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		// A close whose held bytes metad refused sent them to chunks
-		// relaxed: durable now, before the publish can be.
+		// The body's chunk writes, and the held bytes of a close that
+		// metad refused, were relaxed: durable now, before the publish.
 		err = g.fs.SyncData(ctx)
 	}
 	if err != nil {
