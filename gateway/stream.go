@@ -12,9 +12,9 @@ import (
 	"github.com/flyfs/flyfs/core/client"
 )
 
-// Data moves between HTTP bodies and files in bufSize pieces, two in flight:
-// one being read while the other is written, so neither side waits for the
-// other and no object is ever held in memory whole.
+// A body moves into a file in bufSize pieces, two in flight: one being read
+// while the other is written, so neither side waits for the other and no
+// object is ever held in memory whole.
 const bufSize = 8 << 20
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
@@ -212,8 +212,8 @@ const noCacheWriteMin = 256 << 10
 // the next one.
 const noCacheReadMin = 8 << 20
 
-// copyOut sends [off, off+n) of f to w, reading ahead one buffer. A large
-// range is read past the storage nodes' page cache, as it was written.
+// copyOut sends [off, off+n) of f to w, reading ahead. A large range is
+// read past the storage nodes' page cache, as it was written.
 func copyOut(ctx context.Context, w io.Writer, f *client.File, off, n int64) error {
 	if n >= noCacheReadMin {
 		ctx = client.NoCache(ctx)
@@ -232,50 +232,10 @@ func copyOut(ctx context.Context, w io.Writer, f *client.File, off, n int64) err
 		_, err = w.Write(buf)
 		return err
 	}
-	type piece struct {
-		buf *[]byte
-		n   int
-		err error
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	pieces := make(chan piece, 1)
-	go func() {
-		defer close(pieces)
-		r := &fileReader{ctx: ctx, f: f, off: off, end: off + n}
-		for {
-			b := bufPool.Get().(*[]byte)
-			k, err := readFull(r, *b)
-			if k == 0 && err == io.EOF {
-				bufPool.Put(b)
-				return
-			}
-			select {
-			case pieces <- piece{b, k, err}:
-			case <-ctx.Done():
-				bufPool.Put(b)
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	var sent int64
-	for p := range pieces {
-		if p.err != nil && p.err != io.EOF {
-			bufPool.Put(p.buf)
-			return p.err
-		}
-		_, err := w.Write((*p.buf)[:p.n])
-		sent += int64(p.n)
-		bufPool.Put(p.buf)
-		if err != nil {
-			return err
-		}
-	}
-	if sent != n {
-		return io.ErrUnexpectedEOF
+	// Each chunk read goes to the socket as it is, the next ones read
+	// meanwhile (client.File.StreamTo).
+	if _, err := f.StreamTo(ctx, w, off, n); err != nil {
+		return err
 	}
 	if fl, ok := w.(http.Flusher); ok {
 		fl.Flush()

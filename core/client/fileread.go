@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/rpc"
 )
 
@@ -35,18 +34,13 @@ func (f *File) readJobsFor(p []byte, off uint64) ([]readJob, error) {
 		fillInline(p, off, inl) // the bytes came with the inode
 		return nil, nil
 	}
-	l := f.inode.Layout
-	pieces, err := l.Split(off, uint64(len(p)))
+	pieces, err := f.inode.Layout.Split(off, uint64(len(p)))
 	if err != nil {
 		return nil, err
 	}
 	jobs := make([]readJob, len(pieces))
 	for i, pc := range pieces {
-		jobs[i] = readJob{
-			io: ReadIO{Chain: f.chains[pc.ChunkIndex%uint64(len(f.chains))], Chunk: layout.MakeChunkID(f.inode.DataID(), pc.ChunkIndex),
-				Offset: pc.OffsetInChunk, Length: pc.Length, Base: layout.LayerChunks(f.inode.Layers, pc.ChunkIndex, l.ChunkSize)},
-			dst: p[pc.OffsetInBuffer : pc.OffsetInBuffer+uint64(pc.Length)],
-		}
+		jobs[i] = readJob{io: f.readIOFor(pc), dst: p[pc.OffsetInBuffer : pc.OffsetInBuffer+uint64(pc.Length)]}
 	}
 	return jobs, nil
 }
