@@ -30,6 +30,8 @@ type Engine struct {
 	shards [numShards]shard
 	locks  [numLocks]sync.Mutex
 
+	rereads rereads // chunks read past the page cache lately
+
 	// life is held shared by metadata operations and exclusively by Close,
 	// so Close waits for them and none runs on a closed Pebble.
 	life   sync.RWMutex

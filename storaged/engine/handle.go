@@ -47,9 +47,10 @@ func (h *Handle) ReadAt(p []byte, off int64) (int, error) {
 
 // ReadAtUncached is ReadAt for a large read whose bytes need not stay in
 // the page cache (a large S3 object's GET): its whole aligned runs come
-// from the disk direct (see direct.go).
+// from the disk direct (see direct.go), unless the chunk was read so lately
+// (see rereads.go).
 func (h *Handle) ReadAtUncached(p []byte, off int64) (int, error) {
-	return h.readAt(p, off, true)
+	return h.readAt(p, off, !h.e.rereads.again(keyHash(h.key)))
 }
 
 func (h *Handle) readAt(p []byte, off int64, direct bool) (int, error) {
