@@ -207,9 +207,10 @@ const smallIO = 1 << 20
 const noCacheWriteMin = 256 << 10
 
 // noCacheReadMin: a GET of this many bytes reads past the cache: from the
-// disk direct, it costs almost no CPU, and the cache would not have held
-// the object for long anyway. A smaller GET keeps its object cached for
-// the next one.
+// disk direct, it costs half the CPU of a read that fills the cache. The
+// storage engine still reads a chunk it read lately through the cache, so
+// an object read again and again is served from memory. A smaller GET keeps
+// its object cached for the next one.
 const noCacheReadMin = 8 << 20
 
 // copyOut sends [off, off+n) of f to w, reading ahead. A large range is
