@@ -19,6 +19,8 @@ over --objects objects of --size bytes under a fresh prefix of --bucket:
 
   put     PUT of every object
   get     GET of every object, each checked byte for byte
+  reget   with --get-rounds N over 1, N-1 more rounds of GETs of every object:
+          data the server read lately, hot in whatever cache it keeps
   list    --lists full listings of the objects (--list-max-keys per page), each
           checked to hold every object in key order
   delete  DELETE of every object (skipped with --keep)
@@ -60,6 +62,7 @@ FLYFS_ACCESS_KEY and FLYFS_SECRET_KEY can stand in for the key flags.`,
 	f.IntVar(&cfg.Objects, "objects", cfg.Objects, "objects to PUT, GET and DELETE")
 	f.Var(&size, "size", "size of each object")
 	f.IntVarP(&cfg.Concurrency, "concurrency", "c", cfg.Concurrency, "concurrent clients")
+	f.IntVar(&cfg.GetRounds, "get-rounds", cfg.GetRounds, "times each object is read (rounds after the first: the reget phase)")
 	f.IntVar(&cfg.Lists, "lists", cfg.Lists, "full listings in the LIST phase (0: skip it)")
 	f.Int32Var(&cfg.ListMaxKeys, "list-max-keys", cfg.ListMaxKeys, "keys per listing page (1..1000)")
 	f.IntVar(&cfg.Retries, "retries", 0, "retries of a failed request")

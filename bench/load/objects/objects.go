@@ -40,6 +40,10 @@ type Config struct {
 	Objects      int
 	Size         int64
 	Concurrency  int
+	// GetRounds is how many times each object is read: the first round is
+	// the get phase, the others the reget phase (data a server has read
+	// lately, hot in whatever cache it keeps).
+	GetRounds int
 	// Lists is how many full listings of the run's objects LIST makes.
 	Lists       int
 	ListMaxKeys int32
@@ -52,7 +56,7 @@ type Config struct {
 
 // Defaults are the flags' defaults.
 func Defaults() Config {
-	return Config{Region: "us-east-1", CreateBucket: true, Objects: 500, Size: 1 << 20, Concurrency: 16, Lists: 20, ListMaxKeys: 1000}
+	return Config{Region: "us-east-1", CreateBucket: true, Objects: 500, Size: 1 << 20, Concurrency: 16, GetRounds: 1, Lists: 20, ListMaxKeys: 1000}
 }
 
 func (c *Config) check() error {
@@ -71,6 +75,8 @@ func (c *Config) check() error {
 		return fmt.Errorf("object size %d: want 0..5GiB (one PUT)", c.Size)
 	case c.Concurrency < 1:
 		return fmt.Errorf("concurrency %d: want at least 1", c.Concurrency)
+	case c.GetRounds < 1:
+		return fmt.Errorf("get-rounds %d: want at least 1", c.GetRounds)
 	case c.Lists < 0 || c.ListMaxKeys < 1 || c.ListMaxKeys > 1000:
 		return errors.New("lists must not be negative and list-max-keys must be 1..1000")
 	case c.Retries < 0:
@@ -180,7 +186,10 @@ func errCode(err error) string {
 }
 
 func (r *run) all(ctx context.Context) error {
-	phases := []bench.Phase{r.put(), r.get()}
+	phases := []bench.Phase{r.put(), r.get("get", 1)}
+	if r.cfg.GetRounds > 1 {
+		phases = append(phases, r.get("reget", r.cfg.GetRounds-1))
+	}
 	if r.cfg.Lists > 0 {
 		phases = append(phases, r.list())
 	}
@@ -215,13 +224,16 @@ func (r *run) put() bench.Phase {
 		}}
 }
 
-func (r *run) get() bench.Phase {
+// get reads every object rounds times, in rounds.
+func (r *run) get(name string, rounds int) bench.Phase {
 	bufs := make([][]byte, r.cfg.Concurrency)
 	for w := range bufs {
 		bufs[w] = make([]byte, 512<<10) // half read into, half expected
 	}
-	return bench.Phase{Name: "get", Unit: bench.FormatSize(r.cfg.Size) + " object", Count: int64(r.cfg.Objects),
+	objects := int64(r.cfg.Objects)
+	return bench.Phase{Name: name, Unit: bench.FormatSize(r.cfg.Size) + " object", Count: objects * int64(rounds),
 		Op: func(ctx context.Context, w int, i int64) (int64, error) {
+			i %= objects
 			out, err := r.cli.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(r.cfg.Bucket), Key: aws.String(r.key(i))})
 			if err != nil {
 				return 0, err

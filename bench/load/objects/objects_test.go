@@ -50,12 +50,12 @@ func TestAgainstGateway(t *testing.T) {
 	ctx := context.Background()
 	cfg := Defaults()
 	cfg.Endpoint, cfg.AccessKey, cfg.SecretKey, cfg.Bucket = url, ak, sk, "bench"
-	cfg.Objects, cfg.Size, cfg.Concurrency, cfg.Lists, cfg.ListMaxKeys = 40, 300_000, 4, 3, 7
+	cfg.Objects, cfg.Size, cfg.Concurrency, cfg.Lists, cfg.ListMaxKeys, cfg.GetRounds = 40, 300_000, 4, 3, 7, 3
 	rep, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"put", "get", "list", "delete"} {
+	for _, name := range []string{"put", "get", "reget", "list", "delete"} {
 		p, ok := rep.Phase(name)
 		if !ok || p.Ops == 0 || p.Latency.P50US <= 0 {
 			t.Fatalf("phase %s: %+v (found %v)", name, p, ok)
@@ -63,6 +63,9 @@ func TestAgainstGateway(t *testing.T) {
 	}
 	if p, _ := rep.Phase("get"); p.Bytes != 40*300_000 {
 		t.Errorf("get moved %d bytes", p.Bytes)
+	}
+	if p, _ := rep.Phase("reget"); p.Bytes != 2*40*300_000 {
+		t.Errorf("reget moved %d bytes, want two rounds", p.Bytes)
 	}
 	var tb bytes.Buffer
 	rep.WriteTable(&tb)
@@ -154,6 +157,7 @@ func TestBadConfig(t *testing.T) {
 		"no objects":   func(c *Config) { c.Objects = 0 },
 		"huge object":  func(c *Config) { c.Size = 6 << 30 },
 		"no clients":   func(c *Config) { c.Concurrency = 0 },
+		"no get round": func(c *Config) { c.GetRounds = 0 },
 		"bad max keys": func(c *Config) { c.ListMaxKeys = 5000 },
 	} {
 		c := Defaults()
