@@ -1,6 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
 	"github.com/flyfs/flyfs/bench"
 	"github.com/flyfs/flyfs/bench/load/objects"
 	"github.com/spf13/cobra"
@@ -10,6 +14,7 @@ func benchS3Cmd() *cobra.Command {
 	cfg := objects.Defaults()
 	size := bench.Size(cfg.Size)
 	var asJSON bool
+	var baseline objects.Config // only the endpoint, keys and bucket
 	progress := "auto"
 	cmd := &cobra.Command{
 		Use:   "s3 --endpoint URL --access-key KEY --secret-key SECRET --bucket NAME",
@@ -31,6 +36,9 @@ from AWS config files or AWS_* variables, so an AWS_CA_BUNDLE meant for somethin
 else does not get in the way. Failed requests are not retried unless --retries says
 so: an error ends the run and is reported.
 
+With --baseline-endpoint the same load then runs against a second server (MinIO,
+say), and a last table puts each phase beside the baseline's with the ratio.
+
 FLYFS_ACCESS_KEY and FLYFS_SECRET_KEY can stand in for the key flags.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -42,14 +50,37 @@ FLYFS_ACCESS_KEY and FLYFS_SECRET_KEY can stand in for the key flags.`,
 				return err
 			}
 			cfg.Size, cfg.Progress = int64(size), pw
+			base, err := baselineConfig(cfg, baseline)
+			if err != nil {
+				return err
+			}
 			rep, err := objects.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return rep.WriteJSON(cmd.OutOrStdout())
+			if base == nil {
+				if asJSON {
+					return rep.WriteJSON(cmd.OutOrStdout())
+				}
+				return rep.WriteTable(cmd.OutOrStdout())
 			}
-			return rep.WriteTable(cmd.OutOrStdout())
+			brep, err := objects.Run(cmd.Context(), *base)
+			if err != nil {
+				return fmt.Errorf("baseline %s: %w", base.Endpoint, err)
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"this": rep, "baseline": brep, "ratios": objects.Compare(rep, brep)})
+			}
+			w := cmd.OutOrStdout()
+			for _, r := range []*bench.Report{rep, brep} {
+				if err := r.WriteTable(w); err != nil {
+					return err
+				}
+				fmt.Fprintln(w)
+			}
+			return objects.WriteComparison(w, rep, brep)
 		},
 	}
 	f := cmd.Flags()
@@ -68,7 +99,30 @@ FLYFS_ACCESS_KEY and FLYFS_SECRET_KEY can stand in for the key flags.`,
 	f.IntVar(&cfg.Retries, "retries", 0, "retries of a failed request")
 	f.BoolVar(&cfg.InsecureTLS, "insecure", false, "do not verify the server's TLS certificate")
 	f.BoolVar(&cfg.Keep, "keep", false, "leave the objects (no DELETE phase)")
-	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.StringVar(&baseline.Endpoint, "baseline-endpoint", "", "also run the same load against this S3 server right after (another gateway, MinIO, ...) and print the two side by side with their ratios")
+	f.StringVar(&baseline.AccessKey, "baseline-access-key", "", "the baseline's access key")
+	f.StringVar(&baseline.SecretKey, "baseline-secret-key", "", "the baseline's secret key")
+	f.StringVar(&baseline.Bucket, "baseline-bucket", "", "the baseline's bucket (default: --bucket)")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON (with a baseline: this, baseline and ratios)")
 	f.StringVar(&progress, "progress", progress, "progress bar on stderr: auto (when a terminal), always, never")
 	return cmd
+}
+
+// baselineConfig is the run against the baseline server: cfg with the
+// baseline's endpoint, keys and bucket; nil when no baseline is given.
+func baselineConfig(cfg, b objects.Config) (*objects.Config, error) {
+	if b.Endpoint == "" {
+		if b.AccessKey != "" || b.SecretKey != "" || b.Bucket != "" {
+			return nil, errors.New("--baseline-access-key, --baseline-secret-key and --baseline-bucket need --baseline-endpoint")
+		}
+		return nil, nil
+	}
+	if b.AccessKey == "" || b.SecretKey == "" {
+		return nil, errors.New("--baseline-endpoint needs --baseline-access-key and --baseline-secret-key")
+	}
+	cfg.Endpoint, cfg.AccessKey, cfg.SecretKey = b.Endpoint, b.AccessKey, b.SecretKey
+	if b.Bucket != "" {
+		cfg.Bucket = b.Bucket
+	}
+	return &cfg, nil
 }
