@@ -61,8 +61,14 @@ type chunkedReader struct {
 	err     error
 }
 
+// chunkedBuffer is the decoder's read buffer: room for the framing lines
+// (longer ones are read in pieces). Kept small so a chunk's data, once past
+// what came in with its header line, is read straight into the caller's
+// buffer: a 64 KiB buffer copied every byte of a large upload once more.
+const chunkedBuffer = 1 << 10
+
 func newChunkedReader(r io.Reader, signer *chunkSigner, trailers bool) *chunkedReader {
-	cr := &chunkedReader{r: bufio.NewReaderSize(r, 64<<10), signer: signer, trailers: trailers}
+	cr := &chunkedReader{r: bufio.NewReaderSize(r, chunkedBuffer), signer: signer, trailers: trailers}
 	if signer != nil {
 		cr.h = sha256.New()
 	}

@@ -38,12 +38,14 @@ type handler struct {
 type HandleOption func(*handler)
 
 // BorrowPayload declares that the handler does not keep the request payload,
-// nor any slice of it, once it returns (other than as its response payload):
-// it writes the bytes somewhere, forwards them with a Call, or copies what
-// it needs. The server then recycles the payload's buffer after the response
-// is sent, which spares large requests an allocation, zeroing and page faults
-// (see bufpool.go). Storage write paths want this; a handler that stores the
-// slice itself must not use it.
+// nor any slice of it, once it returns (other than as its response payload),
+// and does not change its bytes: it writes them somewhere, forwards them
+// with a Call, or copies what it needs. The server then recycles the
+// payload's buffer after the response is sent, which spares large requests
+// an allocation, zeroing and page faults (see bufpool.go), and a caller in
+// the same process (Options.Local) lends its own buffer, uncopied. Storage
+// write paths want this; a handler that stores the slice itself, or writes
+// into it, must not use it.
 func BorrowPayload() HandleOption {
 	return func(h *handler) { h.borrow = true }
 }

@@ -20,8 +20,8 @@ import (
 // response payload (a chunk read) reaches the caller without a copy. The
 // call keeps the socket path's contract: the request message is encoded and
 // decoded (the handler never shares the caller's structs), the request
-// payload is copied (the caller may reuse it once Call returns, the handler
-// may keep it), the token, method lookup, size limits, deadline, cancellation,
+// payload is copied unless the handler borrows it (the caller may reuse it
+// once Call returns, the handler may keep it), the token, method lookup, size limits, deadline, cancellation,
 // panic recovery, metrics and error codes are the same, and a closed server
 // answers Unavailable. The address is what selects it, so a client reaches a
 // server of its own process this way and any other over TCP.
@@ -112,14 +112,12 @@ func (s *Server) callLocal(ctx context.Context, c *Client, method Method, msg, p
 		s.budget.release(charge)
 		return nil, unavailable(ErrServerClosed, "%s: no working connection", method)
 	}
-	var in []byte
-	if payload != nil {
-		if h.borrow {
-			in = PayloadBuffer(len(payload))[:len(payload)]
-		} else {
-			in = make([]byte, len(payload))
-		}
-		copy(in, payload)
+	// A borrowing handler reads the caller's bytes where they lie: it
+	// neither keeps nor changes them, and it has returned before Call does.
+	// Any other gets a copy it may keep.
+	in := payload
+	if payload != nil && !h.borrow {
+		in = append([]byte(nil), payload...)
 	}
 	r := s.runLocal(hctx, c, h, method, req, in, charge)
 	cancel()
@@ -175,22 +173,22 @@ func (s *Server) runLocal(ctx context.Context, c *Client, h *handler, method Met
 		s.metrics.observe(method, CodeOf(err), time.Since(start))
 	}
 	out = handOver(h, in, out)
-	if h.borrow && in != nil && !overlaps(in, out) {
-		ReleasePayload(in)
-	}
 	s.budget.release(charge)
 	return localResult{resp, out, err}
 }
 
 // handOver makes a handler's response payload the caller's: a pooled one is
 // the caller's as it is (nothing else holds it), any other is copied, since
-// the handler may keep reading it while the caller may write it.
+// the handler may keep reading it while the caller may write it, and so is
+// one that lies in a borrowed request payload, the caller's own buffer.
 func handOver(h *handler, in, out []byte) []byte {
 	switch {
-	case out == nil || h.pooled:
-		return out
+	case out == nil:
+		return nil
 	case h.borrow && overlaps(in, out):
-		return out // the request's own copy, which nothing else holds
+		return append([]byte(nil), out...) // the caller's own buffer
+	case h.pooled:
+		return out
 	}
 	return append([]byte(nil), out...)
 }

@@ -9,16 +9,18 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/flyfs/flyfs/core/durability"
 	"github.com/flyfs/flyfs/core/rpc"
 )
 
 const (
-	methodKeep   rpc.Method = 0xf0a0 // keeps the request payload (not borrowed), answers it back
-	methodPooled rpc.Method = 0xf0a1 // answers a pooled copy of the request payload
-	methodCached rpc.Method = 0xf0a2 // answers the same buffer every time (not pooled)
-	methodDurab  rpc.Method = 0xf0a3 // answers whether its context is relaxed, and in-process
+	methodKeep       rpc.Method = 0xf0a0 // keeps the request payload (not borrowed), answers it back
+	methodPooled     rpc.Method = 0xf0a1 // answers a pooled copy of the request payload
+	methodCached     rpc.Method = 0xf0a2 // answers the same buffer every time (not pooled)
+	methodBorrowEcho rpc.Method = 0xf0a5 // borrows its payload, answers its first bytes
+	methodDurab      rpc.Method = 0xf0a3 // answers whether its context is relaxed, and in-process
 )
 
 // localServer starts a Local server with the test methods and returns it
@@ -226,6 +228,20 @@ func TestLocalPayloadOwnership(t *testing.T) {
 	_, out, err := rpc.Call[echoReq, echoResp](context.Background(), c, ts.addr, methodPooled, &echoReq{}, want)
 	if err != nil || !bytes.Equal(out, want) {
 		t.Fatalf("pooled response: %d bytes, equal %v, err %v", len(out), bytes.Equal(out, want), err)
+	}
+
+	// A borrowing handler reads the caller's buffer itself; what it answers
+	// from it reaches the caller as a copy.
+	rpc.Handle(ts.srv, methodBorrowEcho, func(_ context.Context, _ *echoReq, p []byte) (*echoResp, []byte, error) {
+		return &echoResp{PayloadLen: len(p), Lent: unsafe.SliceData(p) == unsafe.SliceData(want)}, p[:4], nil
+	}, rpc.BorrowPayload())
+	resp, out, err := rpc.Call[echoReq, echoResp](context.Background(), c, ts.addr, methodBorrowEcho, &echoReq{}, want)
+	if err != nil || !resp.Lent || resp.PayloadLen != len(want) {
+		t.Fatalf("borrowing handler: %+v, %v; want the caller's own %d bytes", resp, err, len(want))
+	}
+	copy(want, "xxxx")
+	if !bytes.Equal(out, []byte{7, 7, 7, 7}) {
+		t.Fatalf("the answer taken from a borrowed payload changed with the caller's buffer: %v", out)
 	}
 
 	_, out, err = rpc.Call[echoReq, echoResp](context.Background(), c, ts.addr, methodCached, &echoReq{}, nil)

@@ -23,6 +23,7 @@ type echoReq struct {
 type echoResp struct {
 	Text       string `cbor:"1,keyasint,omitempty"`
 	PayloadLen int    `cbor:"2,keyasint,omitempty"`
+	Lent       bool   `cbor:"3,keyasint,omitempty"` // the handler read the caller's own buffer
 }
 
 const (
