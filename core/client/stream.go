@@ -130,11 +130,20 @@ func (f *File) streamPieces(ctx context.Context, w io.Writer, off, n uint64) (in
 // launchPieces starts the reads of [off, off+n) in file order, each under a
 // window slot, and queues a channel for each that gets its answer. It closes
 // queue when every piece is queued, or at the first failure to start one
-// (queued with the error).
+// (queued with the error). A few readers of its own do the reads: a
+// goroutine per piece would grow its stack from scratch in every call's
+// decoding, 3% of the CPU of a hot GET.
 func (f *File) launchPieces(ctx context.Context, queue chan<- chan fetched, off, n uint64) {
 	defer close(queue)
 	cio := f.fs.chunks
 	win := cio.Window()
+	reads := make(chan pieceRead)
+	defer close(reads)
+	// The writer waits on one piece, the queue holds streamAhead-1 more and
+	// this goroutine one: no more reads than that are ever running.
+	for range streamAhead + 1 {
+		go readPieces(ctx, cio, win, reads)
+	}
 	for done := uint64(0); done < n; {
 		span := min(n-done, streamSpan)
 		pieces, err := f.inode.Layout.Split(off+done, span)
@@ -143,17 +152,12 @@ func (f *File) launchPieces(ctx context.Context, queue chan<- chan fetched, off,
 			return
 		}
 		for _, pc := range pieces {
-			rio := f.readIOFor(pc)
 			if err := win.Acquire(ctx); err != nil {
 				queue <- failedPiece(err)
 				return
 			}
 			ch := make(chan fetched, 1)
-			go func() {
-				data, err := cio.Read(ctx, rio, false)
-				win.Release()
-				ch <- fetched{want: rio.Length, data: data, err: err}
-			}()
+			reads <- pieceRead{rio: f.readIOFor(pc), answer: ch}
 			select {
 			case queue <- ch:
 			case <-ctx.Done():
@@ -162,6 +166,22 @@ func (f *File) launchPieces(ctx context.Context, queue chan<- chan fetched, off,
 			}
 		}
 		done += span
+	}
+}
+
+// pieceRead is one piece for readPieces to read, and where its answer goes.
+type pieceRead struct {
+	rio    ReadIO
+	answer chan<- fetched // buffered: the reader never waits on it
+}
+
+// readPieces reads the pieces it is given, each under the window slot
+// taken for it, until reads is closed.
+func readPieces(ctx context.Context, cio *ChunkIO, win *Window, reads <-chan pieceRead) {
+	for r := range reads {
+		data, err := cio.Read(ctx, r.rio, false)
+		win.Release()
+		r.answer <- fetched{want: r.rio.Length, data: data, err: err}
 	}
 }
 
