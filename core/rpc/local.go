@@ -20,10 +20,11 @@ import (
 // response payload (a chunk read) reaches the caller without a copy. The
 // call keeps the socket path's contract: the request message is encoded and
 // decoded (the handler never shares the caller's structs), the request
-// payload is copied unless the handler borrows it (the caller may reuse it
-// once Call returns, the handler may keep it), the token, method lookup, size limits, deadline, cancellation,
-// panic recovery, metrics and error codes are the same, and a closed server
-// answers Unavailable. The address is what selects it, so a client reaches a
+// payload is the caller's again once Call returns (a handler that may keep
+// it gets a copy; one that borrows it reads the caller's bytes), the token,
+// method lookup, size limits, deadline, cancellation, panic recovery,
+// metrics and error codes are the same, and a closed server answers
+// Unavailable. The address is what selects it, so a client reaches a
 // server of its own process this way and any other over TCP.
 
 // localServers maps a listening address to the Local server serving on it.
