@@ -4,16 +4,12 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
-	"net"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/flyfs/flyfs/e2e/harness"
-	"github.com/flyfs/flyfs/gateway"
+	"github.com/flyfs/flyfs/e2e/harness/s3gateway"
 )
 
 const (
@@ -21,32 +17,8 @@ const (
 	sk = "bench-root-secret-key"
 )
 
-// startGateway runs the real flyfs S3 gateway over an in-process cluster on
-// a loopback listener.
-func startGateway(t *testing.T) string {
-	t.Helper()
-	t.Setenv("AWS_CA_BUNDLE", "")
-	c := harness.StartFS(t, harness.FSConfig{ClusterConfig: harness.ClusterConfig{Nodes: 1, Replicas: 1, Chains: 4}, ChunkSize: 1 << 20})
-	gw, err := gateway.New(gateway.Config{FS: c.FS(), RootAccessKey: ak, RootSecretKey: sk,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: gw}
-	go srv.Serve(l)
-	t.Cleanup(func() {
-		srv.Close()
-		gw.Close()
-	})
-	return "http://" + l.Addr().String()
-}
-
 func TestAgainstGateway(t *testing.T) {
-	url := startGateway(t)
+	url := s3gateway.Start(t, ak, sk)
 	ctx := context.Background()
 	cfg := Defaults()
 	cfg.Endpoint, cfg.AccessKey, cfg.SecretKey, cfg.Bucket = url, ak, sk, "bench"
@@ -98,7 +70,7 @@ func TestAgainstGateway(t *testing.T) {
 // A wrong secret fails the run with the server's refusal, not a panic or a
 // silent zero.
 func TestWrongKeyFails(t *testing.T) {
-	url := startGateway(t)
+	url := s3gateway.Start(t, ak, sk)
 	cfg := Defaults()
 	cfg.Endpoint, cfg.AccessKey, cfg.SecretKey, cfg.Bucket = url, ak, "wrong", "bench-wrong-key"
 	cfg.Objects = 2
