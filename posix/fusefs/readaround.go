@@ -35,8 +35,12 @@ const (
 	// sequential reader, which needs no help.
 	readAroundMaxRead = 16 << 10
 	// readAroundStores bounds the stores in flight; past it a window's rest
-	// is dropped instead of queued.
-	readAroundStores = 8
+	// is dropped instead of queued. It is as deep as the kernel's queue of
+	// background requests (MaxBackground): 16 threads reading at random
+	// miss at once, and a window dropped is 15 more misses later (with 8,
+	// fio's 16-thread random read sent the daemon a read for nearly every
+	// page of the file).
+	readAroundStores = 64
 	pageSize         = 4 << 10
 )
 
@@ -123,16 +127,26 @@ func (f *fileSystem) readAround(ctx context.Context, ino uint64, file *client.Fi
 		ra.bufs.Put(bp)
 		return fuse.ReadResultData(buf[:m]), fuse.OK
 	}
+	ra.storeLater(f.srv, bp, ino, epoch, lo, win, reqLo, reqHi)
+	return fuse.ReadResultData(buf[:m]), fuse.OK
+}
+
+// storeLater stores the window after the read's reply, when its own pages
+// are unlocked, and then returns bp to the pool. It drops the window when
+// readAroundStores stores are already in flight and reports whether it
+// took it.
+func (ra *readAround) storeLater(srv cacheStorer, bp *[]byte, ino, epoch, lo uint64, win []byte, reqLo, reqHi uint64) bool {
 	select {
 	case ra.slots <- struct{}{}:
 		go func() {
 			defer func() { <-ra.slots; ra.bufs.Put(bp) }()
-			ra.store(f.srv, ino, epoch, lo, win, reqLo, reqHi)
+			ra.store(srv, ino, epoch, lo, win, reqLo, reqHi)
 		}()
+		return true
 	default:
 		ra.bufs.Put(bp)
+		return false
 	}
-	return fuse.ReadResultData(buf[:m]), fuse.OK
 }
 
 // store gives the kernel the window's pages before and after the read

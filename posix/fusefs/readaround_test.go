@@ -1,6 +1,8 @@
 package fusefs
 
 import (
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -93,5 +95,41 @@ func TestReadAroundStore(t *testing.T) {
 	ra.store(&r, 7, epoch, 100, win, 4, 8)
 	if len(r.calls) != 0 {
 		t.Errorf("a window read before a fence was stored after it: %v", r.calls)
+	}
+}
+
+// blockingStorer holds every store until release is closed, as the kernel
+// does while a page of the window is locked by another read.
+type blockingStorer struct {
+	release chan struct{}
+	stored  atomic.Int64
+}
+
+func (b *blockingStorer) InodeNotifyStoreCache(uint64, int64, []byte) fuse.Status {
+	<-b.release
+	b.stored.Add(1)
+	return fuse.OK
+}
+
+// TestReadAroundConcurrentMisses: 16 threads reading a file at random miss
+// at once; each miss's window is stored, none dropped while the stores
+// before it are still waiting on the kernel.
+func TestReadAroundConcurrentMisses(t *testing.T) {
+	ra := newReadAround(16, 1<<30)
+	s := &blockingStorer{release: make(chan struct{})}
+	const readers = 16
+	for i := range readers {
+		bp := ra.bufs.Get().(*[]byte)
+		win := (*bp)[:16]
+		if !ra.storeLater(s, bp, 7, ra.epoch.Load(), uint64(i*16), win, 4, 8) {
+			t.Fatalf("miss %d of %d concurrent misses: its window was dropped", i+1, readers)
+		}
+	}
+	close(s.release)
+	for s.stored.Load() != 2*readers {
+		runtime.Gosched()
+	}
+	for len(ra.slots) != 0 { // every slot is given back
+		runtime.Gosched()
 	}
 }
