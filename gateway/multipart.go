@@ -225,7 +225,7 @@ func (g *Gateway) writePart(ctx context.Context, rc *reqCtx, u *upload, n int, b
 			return nil, err
 		}
 	}
-	m := md5.New() // the ETag (see stream.go on why not a SIMD one)
+	m := etagMD5.New()
 	hashes := []hash.Hash{m}
 	var ch hash.Hash
 	if spec != nil {

@@ -71,7 +71,7 @@ func (g *Gateway) stage(ctx context.Context, rc *reqCtx, body interface{ Read([]
 	if err != nil {
 		return nil, err
 	}
-	m := md5.New() // the ETag (see stream.go on why not a SIMD one)
+	m := etagMD5.New()
 	hashes := []hash.Hash{m}
 	var ch hash.Hash
 	if spec != nil {

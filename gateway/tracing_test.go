@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"fmt"
 	"io"
 	"runtime/trace"
@@ -19,7 +20,8 @@ import (
 // The tracer walks goroutine stacks by frame pointer, so hashing code
 // that clobbers the frame pointer (as some SIMD assembly does) crashes
 // the whole process under it: the hashes of every body (MD5 for the ETag,
-// the SigV4 payload hash, a checksum a client asks for) run under it here.
+// the SigV4 payload hash, a checksum a client asks for) run under it here,
+// and each upload's ETag is its own body's MD5.
 func TestLargePutsUnderExecutionTrace(t *testing.T) {
 	l := startGW(t)
 	c := l.sdk(t, rootAK, rootSK)
@@ -28,19 +30,27 @@ func TestLargePutsUnderExecutionTrace(t *testing.T) {
 		t.Skipf("an execution trace is already running: %v", err)
 	}
 	defer trace.Stop()
-	body := bytes.Repeat([]byte("0123456789abcdef"), 3<<20/16)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for w := range 8 {
 		wg.Go(func() {
+			// Each writer's own bytes, so an ETag hashed from another
+			// upload's body (the uploads' MD5s run together) shows.
+			body := bytes.Repeat([]byte(fmt.Sprintf("%02d3456789abcdef", w)), 3<<20/16)
+			etag := fmt.Sprintf("%q", fmt.Sprintf("%x", md5.Sum(body)))
 			for i := range 4 {
 				key := fmt.Sprintf("w%d/o%d", w, i)
 				in := &s3.PutObjectInput{Bucket: aws.String("traced"), Key: aws.String(key), Body: bytes.NewReader(body)}
 				if algos := []types.ChecksumAlgorithm{"", types.ChecksumAlgorithmCrc64nvme, types.ChecksumAlgorithmCrc32c, types.ChecksumAlgorithmSha256}; algos[w%4] != "" {
 					in.ChecksumAlgorithm = algos[w%4]
 				}
-				if _, err := c.PutObject(context.Background(), in); err != nil {
+				put, err := c.PutObject(context.Background(), in)
+				if err != nil {
 					errs <- err
+					return
+				}
+				if aws.ToString(put.ETag) != etag {
+					errs <- fmt.Errorf("PUT %s: ETag %s, want %s (the body's MD5)", key, aws.ToString(put.ETag), etag)
 					return
 				}
 				out, err := c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("traced"), Key: aws.String(key)})

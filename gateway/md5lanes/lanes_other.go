@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package md5lanes
+
+var kernels = []kernel{{"generic", blockLanesGeneric}}
+
+func hashOne(s *[4]uint32, p []byte) { blockOne(s, p) }

@@ -1,0 +1,130 @@
+package md5lanes
+
+import "sync"
+
+// maxRound bounds the blocks a kernel call advances each lane by, so a
+// message that arrives while the lanes run waits at most one round.
+const maxRound = 256
+
+// idle is what a lane without a message hashes: its sum is thrown away.
+var idle = make([]byte, maxRound*blockSize)
+
+// Server hashes the large writes of concurrent messages together, each in
+// a lane of the kernel. A goroutine runs only while it has writes: the
+// first write to come starts it, and it ends when none is left.
+type Server struct {
+	mu      sync.Mutex
+	queue   []*job
+	running bool
+}
+
+// job is one Write's whole blocks and the state they advance.
+type job struct {
+	s    *[4]uint32
+	p    []byte
+	done chan struct{}
+}
+
+// lanesHelp: this machine has a SIMD kernel; without one a lane is no
+// faster than a message hashed alone.
+var lanesHelp = kernels[0].name != "generic"
+
+// hashLarge advances s by the blocks of p: in a lane where this machine
+// has a SIMD kernel, else in place.
+func (srv *Server) hashLarge(s *[4]uint32, p []byte) {
+	if lanesHelp {
+		srv.hash(s, p)
+		return
+	}
+	hashOne(s, p)
+}
+
+// hash advances s by the blocks of p (a multiple of blockSize long) in a
+// lane, and returns when it is done.
+func (srv *Server) hash(s *[4]uint32, p []byte) {
+	j := &job{s: s, p: p, done: make(chan struct{})}
+	srv.mu.Lock()
+	srv.queue = append(srv.queue, j)
+	if !srv.running {
+		srv.running = true
+		go srv.run()
+	}
+	srv.mu.Unlock()
+	<-j.done
+}
+
+// run fills free lanes from the queue, advances every busy lane by the
+// blocks the shortest of them has left (at most maxRound), and hands back
+// each job that is done, until no job is left. A lone busy lane is hashed
+// in general registers: a lane of the kernel advances at about half that
+// rate, so the kernel pays from two busy lanes on.
+func (srv *Server) run() {
+	var (
+		busy [lanes]*job
+		st   laneState
+		ptrs [lanes][]byte
+	)
+	for {
+		n := 0
+		srv.mu.Lock()
+		for l := range lanes {
+			if busy[l] == nil && len(srv.queue) > 0 {
+				j := srv.queue[0]
+				srv.queue[0] = nil
+				srv.queue = srv.queue[1:]
+				busy[l] = j
+				for w := range 4 {
+					st[w][l] = j.s[w]
+				}
+			}
+			if busy[l] != nil {
+				n++
+			}
+		}
+		if n == 0 {
+			srv.running = false
+			srv.queue = nil
+			srv.mu.Unlock()
+			return
+		}
+		srv.mu.Unlock()
+
+		round := maxRound
+		for _, j := range busy {
+			if j != nil {
+				round = min(round, len(j.p)/blockSize)
+			}
+		}
+		for l, j := range busy {
+			if j == nil {
+				ptrs[l] = idle
+			} else {
+				ptrs[l] = j.p
+			}
+		}
+		if n == 1 {
+			for l, j := range busy {
+				if j != nil {
+					one := [4]uint32{st[0][l], st[1][l], st[2][l], st[3][l]}
+					hashOne(&one, j.p[:round*blockSize])
+					st[0][l], st[1][l], st[2][l], st[3][l] = one[0], one[1], one[2], one[3]
+				}
+			}
+		} else {
+			blockLanes(&st, &ptrs, round)
+		}
+		for l, j := range busy {
+			if j == nil {
+				continue
+			}
+			j.p = j.p[round*blockSize:]
+			if len(j.p) == 0 {
+				for w := range 4 {
+					j.s[w] = st[w][l]
+				}
+				busy[l] = nil
+				close(j.done)
+			}
+		}
+	}
+}
