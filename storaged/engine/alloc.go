@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/bits"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -157,46 +159,75 @@ func (a *allocator) markUsed(loc blockLoc) error {
 	return nil
 }
 
-// alloc returns a free block of class c, growing a data file if none is free.
+// alloc returns a free block of class c, growing the class if none is free.
 // On a full filesystem it returns an error wrapping ErrNoSpace.
 func (a *allocator) alloc(c uint8) (blockLoc, error) {
 	ca := &a.classes[c]
 	ca.mu.Lock()
 	defer ca.mu.Unlock()
+	if loc, ok := ca.take(); ok {
+		return loc, nil
+	}
+	if err := a.growClass(ca); err != nil {
+		return blockLoc{}, err
+	}
+	if loc, ok := ca.take(); ok {
+		return loc, nil
+	}
+	return blockLoc{}, fmt.Errorf("engine: allocator: no free block after growing class %s", className(c))
+}
+
+// take hands out the lowest free block of the first file, from the
+// round-robin start, that has one, and moves the start past it.
+func (ca *classAlloc) take() (blockLoc, bool) {
 	for k := range filesPerClass {
 		d := ca.files[(ca.next+k)%filesPerClass]
 		if d.nused < d.nblocks {
 			if i, ok := d.findFree(); ok {
 				ca.next = (ca.next + k + 1) % filesPerClass
 				d.set(i)
-				return blockLoc{class: c, file: d.idx, index: i}, nil
+				return blockLoc{class: d.class, file: d.idx, index: i}, true
 			}
 		}
 	}
-	d := ca.files[0]
-	for _, f := range ca.files[1:] {
-		if f.nblocks < d.nblocks {
-			d = f
-		}
-	}
-	if err := a.grow(d); err != nil {
-		return blockLoc{}, err
-	}
-	i, ok := d.findFree()
-	if !ok {
-		return blockLoc{}, fmt.Errorf("engine: allocator: no free block after growing %s", d.f.Name())
-	}
-	d.set(i)
-	return blockLoc{class: c, file: d.idx, index: i}, nil
+	return blockLoc{}, false
 }
 
-// grow preallocates a group of blocks at the end of d. If the filesystem
-// cannot hold a whole group (or would drop below the reserve), smaller
-// groups are tried down to one block before giving up with ErrNoSpace.
-func (a *allocator) grow(d *dataFile) error {
+// growClass grows every file of the class by its share of a group, the
+// shortest first. Fresh blocks are then in every file, so writers of new
+// chunks at once write to different files: the kernel takes a file's inode
+// lock for each buffered write, and writers of one file queue (and spin) on
+// it. A file that cannot grow is passed over; it fails only if none grew.
+func (a *allocator) growClass(ca *classAlloc) error {
+	files := ca.files
+	slices.SortStableFunc(files[:], func(x, y *dataFile) int { return cmp.Compare(x.nblocks, y.nblocks) })
+	var last error
+	grown := false
+	for _, d := range files {
+		err := a.grow(d, max(a.groupBlocks/filesPerClass, 1))
+		if err == nil {
+			grown = true
+			continue
+		}
+		if !errors.Is(err, ErrNoSpace) {
+			return err
+		}
+		last = err
+	}
+	if !grown {
+		return last
+	}
+	return nil
+}
+
+// grow preallocates blocks blocks at the end of d (at most its share of
+// maxGroupBytes). If the filesystem cannot hold them all (or would drop
+// below the reserve), fewer are tried down to one before giving up with
+// ErrNoSpace.
+func (a *allocator) grow(d *dataFile, blocks int) error {
 	bs := blockSize(d.class)
-	n := int64(a.groupBlocks)
-	if limit := a.maxGroupBytes / bs; n > limit {
+	n := int64(blocks)
+	if limit := a.maxGroupBytes / filesPerClass / bs; n > limit {
 		n = max(limit, 1)
 	}
 	var last error

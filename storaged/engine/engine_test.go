@@ -215,7 +215,7 @@ func TestCommitOnlyVersions(t *testing.T) {
 
 func TestRemoveFreesBlock(t *testing.T) {
 	e := openT(t, t.TempDir(), testOptions())
-	a, b := tkey(1, 1, 0), tkey(1, 2, 0)
+	a := tkey(1, 1, 0)
 	mustApply(t, e, a, Update{Data: pattern(1, 100<<10), ChunkSize: 1 << 20})
 	loc := e.current(a).blk.loc
 	used := e.Stats().Classes[1].UsedBlocks
@@ -228,15 +228,16 @@ func TestRemoveFreesBlock(t *testing.T) {
 	if got := e.Stats().Classes[1].UsedBlocks; got != used-1 {
 		t.Fatalf("used blocks %d after remove, want %d", got, used-1)
 	}
-	mustApply(t, e, b, Update{Data: pattern(2, 90<<10), ChunkSize: 1 << 20})
-	if got := e.current(b).blk.loc; got.place() != loc.place() {
-		t.Fatalf("freed block %v not reused, got %v", loc, got)
-	}
+	n := reusedBeforeGrowth(t, e, 1, loc, func(i int) Key {
+		k := tkey(1, 2, uint64(i))
+		mustApply(t, e, k, Update{Data: pattern(2, 90<<10), ChunkSize: 1 << 20})
+		return k
+	})
 	if err := e.Remove(tkey(9, 9, 9)); err != nil {
 		t.Fatalf("Remove of missing chunk: %v", err)
 	}
-	if s := e.Stats(); s.Chunks != 1 || s.UsedBytes != 90<<10 {
-		t.Fatalf("stats %+v", s)
+	if s := e.Stats(); s.Chunks != int64(n) || s.UsedBytes != int64(n)*90<<10 {
+		t.Fatalf("stats %+v, want %d chunks of 90 KiB", s, n)
 	}
 }
 
@@ -274,10 +275,36 @@ func TestHandleKeepsOldVersion(t *testing.T) {
 	if _, err := h.ReadAt(make([]byte, 1), 0); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("read after release: %v", err)
 	}
-	mustApply(t, e, tkey(1, 4, 0), Update{Data: pattern(3, 150<<10), ChunkSize: 1 << 20})
-	if got := e.current(tkey(1, 4, 0)).blk.loc; got.place() != oldLoc.place() {
-		t.Fatalf("released block %v not reused first (got %v)", oldLoc, got)
+	reusedBeforeGrowth(t, e, 2, oldLoc, func(i int) Key {
+		k := tkey(1, 4, uint64(i))
+		mustApply(t, e, k, Update{Data: pattern(3, 150<<10), ChunkSize: 1 << 20})
+		return k
+	})
+}
+
+// reusedBeforeGrowth writes new chunks of class c with write(0), write(1)...
+// until every block the class has is in use, and fails unless one of them
+// got the freed block and the class did not grow first. It returns how
+// many it wrote.
+func reusedBeforeGrowth(t *testing.T, e *Engine, c int, freed blockLoc, write func(i int) Key) int {
+	t.Helper()
+	blocks := e.Stats().Classes[c].Blocks
+	reused := false
+	n := 0
+	for e.Stats().Classes[c].UsedBlocks < blocks {
+		k := write(n)
+		n++
+		if got := e.Stats().Classes[c].Blocks; got != blocks {
+			t.Fatalf("class %d grew to %d blocks with a block free (%v)", c, got, freed)
+		}
+		if e.current(k).blk.loc.place() == freed.place() {
+			reused = true
+		}
 	}
+	if !reused {
+		t.Fatalf("freed block %v not reused before the class's last free block", freed)
+	}
+	return n
 }
 
 func TestList(t *testing.T) {
@@ -577,5 +604,23 @@ func TestRandomAgainstModel(t *testing.T) {
 	}
 	if blocks != want {
 		t.Fatalf("used blocks %d, want %d (leak or double use)", blocks, want)
+	}
+}
+
+// TestNewChunksSpreadOverFiles: chunks written one after another into a
+// fresh class land in every data file of the class in turn, so writers of
+// new chunks at once do not queue on one file's inode lock.
+func TestNewChunksSpreadOverFiles(t *testing.T) {
+	e := openT(t, t.TempDir(), testOptions())
+	seen := map[uint8]int{}
+	for i := range 2 * filesPerClass {
+		k := tkey(1, 7, uint64(i))
+		mustApply(t, e, k, Update{Data: pattern(uint64(i), 100<<10), ChunkSize: 1 << 20})
+		seen[e.current(k).blk.loc.file]++
+	}
+	for f := range uint8(filesPerClass) {
+		if seen[f] != 2 {
+			t.Errorf("data file %d got %d of %d new chunks, want 2 (per file: %v)", f, seen[f], 2*filesPerClass, seen)
+		}
 	}
 }

@@ -26,7 +26,8 @@ const (
 	MaxChunkSize = MinBlockSize << (NumClasses - 1)
 
 	// filesPerClass is the fixed number of data files per size class. Blocks
-	// of a class are spread over them; groups are appended to the shortest.
+	// of a class are spread over them; a growth of the class adds a share
+	// of blocks to each.
 	filesPerClass = 4
 
 	// noClass marks a record without a block (an empty chunk).

@@ -26,10 +26,10 @@ type Options struct {
 	// Logger receives corruption and state-change reports. nil: discard.
 	Logger *slog.Logger
 
-	// GroupBlocks is how many blocks a data file grows by at a time
-	// (fallocate). Default 256.
+	// GroupBlocks is how many blocks a size class grows by at a time
+	// (fallocate), shared among its data files. Default 256.
 	GroupBlocks int
-	// MaxGroupBytes caps one growth in bytes, so large classes do not
+	// MaxGroupBytes caps one growth of a class in bytes, so large classes do not
 	// preallocate 256 x 64 MiB at once. Default 1 GiB.
 	MaxGroupBytes int64
 	// ReserveBytes is free space left on the filesystem for the metadata
