@@ -624,3 +624,20 @@ func TestNewChunksSpreadOverFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectChunksFillOneFile: new chunks written past the page cache take
+// the blocks of one data file in order, which keeps them sequential on the
+// disk (their writes take the file's lock whatever the file).
+func TestDirectChunksFillOneFile(t *testing.T) {
+	e := openT(t, t.TempDir(), testOptions())
+	var prev blockLoc
+	for i := range 2 * filesPerClass {
+		k := tkey(1, 8, uint64(i))
+		mustApply(t, e, k, Update{Data: pattern(uint64(i), 100<<10), ChunkSize: 1 << 20, Direct: true})
+		loc := e.current(k).blk.loc
+		if i > 0 && (loc.file != prev.file || loc.index != prev.index+1) {
+			t.Fatalf("direct chunk %d in block %v after %v, want the next block of the same file", i, loc, prev)
+		}
+		prev = loc
+	}
+}

@@ -137,7 +137,7 @@ func (e *Engine) spill(k Key, cur *version, cls uint8) (*version, error) {
 		}
 		return nil, err
 	}
-	loc, err := e.freshBlock(cls)
+	loc, err := e.freshBlock(cls, false)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 // writeCOW builds the new content in a fresh block of class cls and makes it
 // durable. It fills crcs for the touched segments.
 func (e *Engine) writeCOW(k Key, cur *version, c *change, cls uint8, crcs []uint32) (blockLoc, error) {
-	loc, err := e.freshBlock(cls)
+	loc, err := e.freshBlock(cls, c.direct)
 	if err != nil {
 		return loc, err
 	}
@@ -54,10 +54,11 @@ func (e *Engine) writeCOW(k Key, cur *version, c *change, cls uint8, crcs []uint
 	return loc, nil
 }
 
-// freshBlock allocates a block of class cls, with a new IV on an encrypted
-// disk (cipher.go: a keystream position is written once per IV).
-func (e *Engine) freshBlock(cls uint8) (blockLoc, error) {
-	loc, err := e.alloc.alloc(cls)
+// freshBlock allocates a block of class cls for a write past the page
+// cache (direct) or through it, with a new IV on an encrypted disk
+// (cipher.go: a keystream position is written once per IV).
+func (e *Engine) freshBlock(cls uint8, direct bool) (blockLoc, error) {
+	loc, err := e.alloc.alloc(cls, direct)
 	if err != nil {
 		return loc, err
 	}
