@@ -9,6 +9,10 @@
 // Pebble's visibility order is exactly our version order and a snapshot taken
 // under the same lock is exactly "every commit up to version v". The WAL fsync is
 // awaited outside the lock, so concurrent commits share fsyncs (group commit).
+// Neither Pebble's apply nor its WAL sync takes a context, so a commit runs in
+// a goroutine of its own and its caller stops waiting at its deadline with
+// ErrMaybeCommitted: a disk that stops answering fails requests, it does not
+// hold them.
 // A commit is acknowledged only after its fsync, except a relaxed one
 // (durability.Relaxed, with SyncWindow set) and every one under NoSync. Those are
 // acknowledged once Pebble has written their WAL record to the file: the
@@ -74,10 +78,14 @@ var (
 )
 
 type engine struct {
-	db       *pebble.DB
-	cache    *pebble.Cache
-	sync     bool
-	mu       sync.Mutex // orders commits; see the package comment
+	db    *pebble.DB
+	cache *pebble.Cache
+	sync  bool
+	// order is the lock that orders commits (see the package comment): a
+	// one-slot channel, so a caller waiting behind a commit that Pebble
+	// holds up (a write stall, a WAL device that does not answer) gives up
+	// at its deadline.
+	order    chan struct{}
 	version  int64
 	resolver *conflict.Resolver
 
@@ -94,7 +102,8 @@ type engine struct {
 	// exclusively, so nothing touches a closed Pebble (which would panic).
 	life   sync.RWMutex
 	closed bool
-	open   map[*snapshot]struct{} // snapshots to close before Pebble
+	openMu sync.Mutex
+	open   map[*snapshot]struct{} // snapshots to close before Pebble; under openMu
 }
 
 // Open opens (or creates) the engine in dir.
@@ -106,7 +115,7 @@ func Open(dir string, opts Options) (*kv.DB, error) {
 		opts.MemTableBytes = 4 << 20
 	}
 	e := &engine{cache: pebble.NewCache(opts.CacheBytes), sync: !opts.NoSync, resolver: conflict.New(10 * time.Second),
-		open: map[*snapshot]struct{}{}, window: max(opts.SyncWindow, 0), stop: make(chan struct{})}
+		order: make(chan struct{}, 1), open: map[*snapshot]struct{}{}, window: max(opts.SyncWindow, 0), stop: make(chan struct{})}
 	popts := &pebble.Options{Cache: e.cache, Logger: QuietLogger{}, FS: e.wal.FS(opts.FS), MemTableSize: opts.MemTableBytes}
 	// Bloom filters on every level (the lower ones inherit L0's): most of
 	// metad's reads are point reads, many of keys that are absent (a new
@@ -189,18 +198,42 @@ func (e *engine) Snapshot(ctx context.Context) (kv.Snapshot, error) {
 	if e.closed {
 		return nil, kv.ErrClosed
 	}
-	e.mu.Lock()
+	if err := e.lockOrder(ctx); err != nil {
+		return nil, err
+	}
 	s := &snapshot{e: e, snap: e.db.NewSnapshot(), rv: e.version}
+	e.unlockOrder()
+	e.openMu.Lock()
 	e.open[s] = struct{}{}
-	e.mu.Unlock()
+	e.openMu.Unlock()
 	return s, nil
 }
 
+// lockOrder takes the commit order lock, or fails when ctx ends first.
+func (e *engine) lockOrder(ctx context.Context) error {
+	select {
+	case e.order <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return kv.Wrap(kv.CodeRetryable, ctx.Err(), "pebblekv: waiting behind a commit the store holds up")
+	}
+}
+
+func (e *engine) unlockOrder() { <-e.order }
+
+// Commit applies req in a goroutine of its own and waits for it until ctx
+// ends: Pebble's apply and WAL sync take no context, and a store whose disk
+// stops answering (or that stalls writes) must fail a commit at its
+// deadline, not hold it. A commit given up on this way may still be applied
+// later, so it reports ErrMaybeCommitted.
 func (e *engine) Commit(ctx context.Context, req *kv.CommitRequest) (int64, error) {
+	// The batch copies the writes before the caller can give up, so
+	// nothing of the caller's is read after Commit returns but req's
+	// stamped writes and write keys, which the kv layer leaves alone.
 	batch := e.db.NewBatch()
-	defer batch.Close()
 	for _, r := range req.ClearRanges {
 		if err := batch.DeleteRange(dataKey(r.Begin), dataEnd(r.End), nil); err != nil {
+			batch.Close()
 			return 0, err
 		}
 	}
@@ -210,15 +243,40 @@ func (e *engine) Commit(ctx context.Context, req *kv.CommitRequest) (int64, erro
 	for _, x := range req.Sets {
 		batch.Set(dataKey(x.Key), x.Value, nil)
 	}
+	type result struct {
+		v   int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer batch.Close()
+		v, err := e.commit(ctx, req, batch)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		select {
+		case r := <-done: // finished as the deadline came
+			return r.v, r.err
+		default:
+			return 0, kv.Wrap(kv.CodeMaybeCommitted, ctx.Err(), "pebblekv: the store did not finish the commit in time")
+		}
+	}
+}
 
+func (e *engine) commit(ctx context.Context, req *kv.CommitRequest, batch *pebble.Batch) (int64, error) {
 	e.life.RLock()
 	defer e.life.RUnlock()
 	if e.closed {
 		return 0, kv.ErrClosed
 	}
-	e.mu.Lock()
+	if err := e.lockOrder(ctx); err != nil {
+		return 0, err
+	}
 	if err := e.resolver.Check(req); err != nil {
-		e.mu.Unlock()
+		e.unlockOrder()
 		return 0, err
 	}
 	v := e.version + 1
@@ -240,7 +298,7 @@ func (e *engine) Commit(ctx context.Context, req *kv.CommitRequest) (int64, erro
 			e.resolver.Record(v, req.WriteKeys(req.Stamp), req.ClearRanges, time.Now())
 			e.version = v
 		}
-		e.mu.Unlock()
+		e.unlockOrder()
 		if err != nil {
 			return 0, kv.Wrap(kv.CodeMaybeCommitted, err, "pebble apply")
 		}
@@ -253,12 +311,12 @@ func (e *engine) Commit(ctx context.Context, req *kv.CommitRequest) (int64, erro
 	}
 	err := e.db.ApplyNoSyncWait(batch, pebble.Sync)
 	if err != nil {
-		e.mu.Unlock()
+		e.unlockOrder()
 		return 0, kv.Wrap(kv.CodeMaybeCommitted, err, "pebble apply")
 	}
 	e.resolver.Record(v, req.WriteKeys(req.Stamp), req.ClearRanges, time.Now())
 	e.version = v
-	e.mu.Unlock()
+	e.unlockOrder()
 
 	if err := batch.SyncWait(); err != nil {
 		return 0, kv.Wrap(kv.CodeMaybeCommitted, err, "pebble WAL write")
@@ -307,10 +365,10 @@ func (s *snapshot) Release() {
 	if s.e.closed {
 		return // Close closed it
 	}
-	s.e.mu.Lock()
+	s.e.openMu.Lock()
 	_, open := s.e.open[s]
 	delete(s.e.open, s)
-	s.e.mu.Unlock()
+	s.e.openMu.Unlock()
 	if open {
 		s.snap.Close()
 	}

@@ -1,0 +1,118 @@
+package pebblekv_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/flyfs/flyfs/core/kv"
+	"github.com/flyfs/flyfs/core/kv/pebblekv"
+)
+
+// A WAL device that stops answering must fail commits at their deadlines,
+// not hold them (and the FUSE or S3 request above them) until it answers.
+
+// stallFS holds every write and sync of a WAL file while armed, until gate
+// is closed: a disk that has stopped answering.
+type stallFS struct {
+	vfs.FS
+	armed *atomic.Bool
+	gate  chan struct{}
+}
+
+func (s stallFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := s.FS.Create(name, c)
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return stallFile{f, s}, nil
+}
+
+type stallFile struct {
+	vfs.File
+	s stallFS
+}
+
+func (f stallFile) hold() {
+	if f.s.armed.Load() {
+		<-f.s.gate
+	}
+}
+
+func (f stallFile) Write(p []byte) (int, error) { f.hold(); return f.File.Write(p) }
+func (f stallFile) Sync() error                 { f.hold(); return f.File.Sync() }
+func (f stallFile) SyncData() error             { f.hold(); return f.File.SyncData() }
+
+func TestCommitsEndAtDeadlineWhileWALStalls(t *testing.T) {
+	armed := &atomic.Bool{}
+	fs := stallFS{vfs.NewMem(), armed, make(chan struct{})}
+	db, err := pebblekv.Open("db", pebblekv.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	armed.Store(true)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			armed.Store(false)
+			close(fs.gate)
+		}
+	}
+	defer release()
+
+	// Three writers one after another, each with its own deadline: the
+	// first waits on the stalled sync, the later ones behind it.
+	const deadline = 200 * time.Millisecond
+	for i, key := range []string{"a", "b", "c"} {
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		done := make(chan error, 1)
+		go func() {
+			done <- db.Run(ctx, func(tx kv.Txn) error { tx.Set([]byte(key), []byte("v")); return nil })
+		}()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatalf("commit %d succeeded on a WAL that does not answer", i)
+			}
+			if kv.CodeOf(err) != kv.CodeMaybeCommitted && !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("commit %d: %v, want maybe committed or the deadline", i, err)
+			}
+		case <-time.After(deadline + 5*time.Second):
+			t.Fatalf("commit %d still waits 5 s after its deadline", i)
+		}
+		cancel()
+	}
+
+	// Once the disk answers, the store works again and every given-up
+	// commit is either whole or absent.
+	release()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := db.Run(ctx, func(tx kv.Txn) error { tx.Set([]byte("d"), []byte("v")); return nil }); err != nil {
+		t.Fatalf("commit after the disk answers: %v", err)
+	}
+	err = db.RunRead(ctx, func(tx kv.ReadTxn) error {
+		for _, k := range []string{"a", "b", "c", "d"} {
+			v, found, err := tx.Get(ctx, []byte(k))
+			if err != nil {
+				return err
+			}
+			if found && string(v) != "v" {
+				t.Errorf("%s = %q", k, v)
+			}
+			if k == "d" && !found {
+				t.Errorf("d is missing after its commit succeeded")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
