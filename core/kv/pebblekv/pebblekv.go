@@ -166,15 +166,27 @@ func (e *engine) Sync(ctx context.Context) error {
 	if !e.wal.Pending() {
 		return nil
 	}
-	e.life.RLock()
-	defer e.life.RUnlock()
-	if e.closed {
-		return kv.ErrClosed
+	// As a commit, the sync runs apart so its caller's deadline ends the wait.
+	done := make(chan error, 1)
+	go func() {
+		e.life.RLock()
+		defer e.life.RUnlock()
+		if e.closed {
+			done <- kv.ErrClosed
+			return
+		}
+		if err := e.wal.Sync(e.db); err != nil {
+			done <- fmt.Errorf("pebblekv: WAL sync: %w", err)
+			return
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("pebblekv: the WAL sync did not finish in time: %w", ctx.Err())
 	}
-	if err := e.wal.Sync(e.db); err != nil {
-		return fmt.Errorf("pebblekv: WAL sync: %w", err)
-	}
-	return nil
 }
 
 func dataKey(k []byte) []byte {

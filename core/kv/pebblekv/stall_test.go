@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/flyfs/flyfs/core/durability"
 	"github.com/flyfs/flyfs/core/kv"
 	"github.com/flyfs/flyfs/core/kv/pebblekv"
 )
@@ -114,5 +115,34 @@ func TestCommitsEndAtDeadlineWhileWALStalls(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestSyncEndsAtDeadlineWhileWALStalls(t *testing.T) {
+	armed := &atomic.Bool{}
+	fs := stallFS{vfs.NewMem(), armed, make(chan struct{})}
+	db, err := pebblekv.Open("db", pebblekv.Options{FS: fs, SyncWindow: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// A relaxed commit leaves its WAL record to a later sync.
+	ctx := durability.Relaxed(context.Background())
+	if err := db.Run(ctx, func(tx kv.Txn) error { tx.Set([]byte("a"), []byte("v")); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	defer func() { armed.Store(false); close(fs.gate) }()
+	sctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- db.Sync(sctx) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("sync on a WAL that does not answer: %v, want the deadline", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("sync still waits 5 s after its deadline")
 	}
 }
