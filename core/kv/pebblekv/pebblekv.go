@@ -166,26 +166,38 @@ func (e *engine) Sync(ctx context.Context) error {
 	if !e.wal.Pending() {
 		return nil
 	}
-	// As a commit, the sync runs apart so its caller's deadline ends the wait.
-	done := make(chan error, 1)
-	go func() {
+	err, ok := untilDone(ctx, func() error {
 		e.life.RLock()
 		defer e.life.RUnlock()
 		if e.closed {
-			done <- kv.ErrClosed
-			return
+			return kv.ErrClosed
 		}
 		if err := e.wal.Sync(e.db); err != nil {
-			done <- fmt.Errorf("pebblekv: WAL sync: %w", err)
-			return
+			return fmt.Errorf("pebblekv: WAL sync: %w", err)
 		}
-		done <- nil
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
+		return nil
+	})
+	if !ok {
 		return fmt.Errorf("pebblekv: the WAL sync did not finish in time: %w", ctx.Err())
+	}
+	return err
+}
+
+// untilDone runs f in a goroutine of its own and waits for it until ctx
+// ends (ok false); a result ready as ctx ends is still taken.
+func untilDone[T any](ctx context.Context, f func() T) (r T, ok bool) {
+	done := make(chan T, 1)
+	go func() { done <- f() }()
+	select {
+	case r = <-done:
+		return r, true
+	case <-ctx.Done():
+		select {
+		case r = <-done:
+			return r, true
+		default:
+			return r, false
+		}
 	}
 }
 
@@ -233,15 +245,13 @@ func (e *engine) lockOrder(ctx context.Context) error {
 
 func (e *engine) unlockOrder() { <-e.order }
 
-// Commit applies req in a goroutine of its own and waits for it until ctx
-// ends: Pebble's apply and WAL sync take no context, and a store whose disk
-// stops answering (or that stalls writes) must fail a commit at its
-// deadline, not hold it. A commit given up on this way may still be applied
-// later, so it reports ErrMaybeCommitted.
+// Commit applies req apart (untilDone), so a store whose disk stops
+// answering (or that stalls writes) fails a commit at its deadline rather
+// than holding it. A commit given up on may still be applied later, so it
+// reports ErrMaybeCommitted.
 func (e *engine) Commit(ctx context.Context, req *kv.CommitRequest) (int64, error) {
-	// The batch copies the writes before the caller can give up, so
-	// nothing of the caller's is read after Commit returns but req's
-	// stamped writes and write keys, which the kv layer leaves alone.
+	// The batch copies the writes before the caller can give up; req itself
+	// is built for this one attempt and not touched after it.
 	batch := e.db.NewBatch()
 	for _, r := range req.ClearRanges {
 		if err := batch.DeleteRange(dataKey(r.Begin), dataEnd(r.End), nil); err != nil {
@@ -259,23 +269,15 @@ func (e *engine) Commit(ctx context.Context, req *kv.CommitRequest) (int64, erro
 		v   int64
 		err error
 	}
-	done := make(chan result, 1)
-	go func() {
+	r, ok := untilDone(ctx, func() result {
 		defer batch.Close()
 		v, err := e.commit(ctx, req, batch)
-		done <- result{v, err}
-	}()
-	select {
-	case r := <-done:
-		return r.v, r.err
-	case <-ctx.Done():
-		select {
-		case r := <-done: // finished as the deadline came
-			return r.v, r.err
-		default:
-			return 0, kv.Wrap(kv.CodeMaybeCommitted, ctx.Err(), "pebblekv: the store did not finish the commit in time")
-		}
+		return result{v, err}
+	})
+	if !ok {
+		return 0, kv.Wrap(kv.CodeMaybeCommitted, ctx.Err(), "pebblekv: the store did not finish the commit in time")
 	}
+	return r.v, r.err
 }
 
 func (e *engine) commit(ctx context.Context, req *kv.CommitRequest, batch *pebble.Batch) (int64, error) {
