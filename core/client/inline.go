@@ -61,6 +61,13 @@ func (f *File) holdWrite(ctx context.Context, p []byte, off uint64) (bool, error
 // Holding reports whether the handle holds writes for an inline close.
 func (f *File) Holding() bool { return f.holding.Load() }
 
+// Holds reports whether a write of n bytes at off would be held, a copy
+// with no call to storage or metad, were it made now (a concurrent write
+// may spill the file first; the write is then a storage write as usual).
+func (f *File) Holds(off int64, n int) bool {
+	return f.holding.Load() && off >= 0 && uint64(off)+uint64(n) <= uint64(f.fs.inlineMax)
+}
+
 // Spill sends the writes this handle holds for an inline close to storage
 // and stops holding: what was written through it can be read from storage
 // now (the mount's reads go through another handle).

@@ -276,6 +276,14 @@ func (h *handle) writeAt(ctx context.Context, f *fileSystem, p []byte, off int64
 	return h.f.Load().WriteAtContext(ctx, p, off)
 }
 
+// holds reports whether a write of n bytes at off would only be copied
+// into the bytes the handle holds for an inline close: such a write runs in
+// the request, since handing it to a goroutine costs a wakeup that the
+// close right after it waits for.
+func (h *handle) holds(off int64, n int) bool {
+	return h.live.Load() && h.f.Load().Holds(off, n)
+}
+
 func (h *handle) reopen(ctx context.Context, f *fileSystem) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -496,7 +504,7 @@ func (f *fileSystem) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte
 	}
 	ctx, done := f.ctx(cancel)
 	defer done()
-	if !h.sync {
+	if !h.sync && !h.holds(off, len(data)) {
 		if err := f.writeBehind(h, data, off); err != nil {
 			return 0, f.status(ctx, "write", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"github.com/flyfs/flyfs/core/durability"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -49,6 +50,7 @@ type fileSystem struct {
 	native *native.Daemon
 	vers   versTable // the nodes of the old versions' view (versionsview.go)
 	ra     *readAround
+	behind atomic.Uint64 // writes handed to write-behind goroutines
 }
 
 type genSeen struct{ gen, length uint64 }

@@ -117,6 +117,7 @@ func (f *fileSystem) writeBehind(h *handle, data []byte, off int64) error {
 	}
 	bp := writeBufs.Get().(*[]byte)
 	buf := append((*bp)[:0], data...)
+	f.behind.Add(1)
 	go func() {
 		ctx, cancel := context.WithTimeout(f.base, f.opts.OpTimeout)
 		_, err := h.writeAt(ctx, f, buf, off)
