@@ -13,7 +13,8 @@ import (
 // queue first: reads (of this mount), getattr sizes, truncate, fsync, and
 // close (FLUSH) — so close-to-open and fsync keep their meaning, and a
 // failed write is reported by the next fsync or close (as NFS does), or by
-// the next write.
+// the next write. A write that only fills the bytes a small file holds for
+// its inline close needs no storage, so it runs in its request (handle.holds).
 
 // maxInflight is how many queued writes of one inode run at once.
 const maxInflight = 16
