@@ -117,3 +117,25 @@ func TestGeneratedKernelsUpToDate(t *testing.T) {
 		t.Fatal("lanes_amd64.s differs from what gen_lanes.go writes: run go generate ./gateway/md5lanes")
 	}
 }
+
+// TestStdBlocksMatchesBlockOne: crypto/md5 takes our state and gives it
+// back advanced as the reference advances it. A false here means its
+// saved-state form changed and long runs lost their faster path.
+func TestStdBlocksMatchesBlockOne(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, blocks := range []int{1, stdMinBlocks, 1000} {
+		p := make([]byte, blocks*blockSize)
+		for i := range p {
+			p[i] = byte(r.Uint32())
+		}
+		s := [4]uint32{r.Uint32(), r.Uint32(), r.Uint32(), r.Uint32()}
+		want := s
+		blockOne(&want, p)
+		if !stdBlocks(&s, p) {
+			t.Fatalf("%d blocks: crypto/md5 refused the state handed to it", blocks)
+		}
+		if s != want {
+			t.Errorf("%d blocks: state %08x, want %08x", blocks, s, want)
+		}
+	}
+}

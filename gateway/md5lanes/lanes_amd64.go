@@ -73,7 +73,11 @@ func blockScalar(state *[4]uint32, p *byte, blocks int)
 
 // hashOne advances one message's state by the whole blocks of p.
 func hashOne(s *[4]uint32, p []byte) {
-	if n := len(p) / blockSize; n > 0 {
+	n := len(p) / blockSize
+	if n >= stdMinBlocks && stdBlocks(s, p[:n*blockSize]) {
+		return
+	}
+	if n > 0 {
 		blockScalar(s, &p[0], n)
 	}
 }

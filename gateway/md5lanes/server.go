@@ -56,8 +56,9 @@ func (srv *Server) hash(s *[4]uint32, p []byte) {
 // run fills free lanes from the queue, advances every busy lane by the
 // blocks the shortest of them has left (at most maxRound), and hands back
 // each job that is done, until no job is left. A lone busy lane is hashed
-// in general registers: a lane of the kernel advances at about half that
-// rate, so the kernel pays from two busy lanes on.
+// alone (hashOne: crypto/md5's assembly, or general registers): a lane of
+// the kernel advances at about half that rate, so the kernel pays from two
+// busy lanes on.
 func (srv *Server) run() {
 	var (
 		busy [lanes]*job
