@@ -58,8 +58,8 @@ func (g *Gateway) copyPartShared(ctx context.Context, rc *reqCtx, u *upload, n i
 	if err != nil {
 		return nil, err
 	}
-	// Read in the large pieces of a PUT's pipeline (io.Copy's 32 KiB
-	// meant one client read per 32 KiB), hashed in the lanes beside
+	// Read in the PUT pipeline's 8 MiB buffers (io.Copy's own 32 KiB would
+	// be a client read per 32 KiB) and hashed in the lanes beside
 	// concurrent uploads' and copies'.
 	m := etagMD5.New()
 	bp := bufPool.Get().(*[]byte)

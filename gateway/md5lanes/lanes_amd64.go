@@ -71,13 +71,10 @@ func blockLanes8(st *laneState, ptrs *[lanes][]byte, blocks int) {
 //go:noescape
 func blockScalar(state *[4]uint32, p *byte, blocks int)
 
-// hashOne advances one message's state by the whole blocks of p.
-func hashOne(s *[4]uint32, p []byte) {
-	n := len(p) / blockSize
-	if n >= stdMinBlocks && stdBlocks(s, p[:n*blockSize]) {
-		return
-	}
-	if n > 0 {
+// kernelOne advances one message's state by the whole blocks of p in
+// general registers.
+func kernelOne(s *[4]uint32, p []byte) {
+	if n := len(p) / blockSize; n > 0 {
 		blockScalar(s, &p[0], n)
 	}
 }

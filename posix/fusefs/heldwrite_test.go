@@ -8,10 +8,9 @@ import (
 )
 
 // TestHeldWritesRunInTheRequest: a write that only fills the bytes a new
-// small file holds for its inline close is made within the WRITE request.
-// Queued behind, it woke a goroutine that the close right after it then
-// waited for (a third of a small file's close). Writes that go to storage
-// still go behind.
+// small file holds for its inline close is made within the WRITE request
+// (handed to a goroutine, it would cost a wakeup that the close right after
+// it waits for). Writes that go to storage go behind.
 func TestHeldWritesRunInTheRequest(t *testing.T) {
 	_, m := mountCluster(t, Options{})
 	small := bytes.Repeat([]byte("s"), 4096)

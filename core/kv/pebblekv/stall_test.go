@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,24 +49,26 @@ func (f stallFile) Write(p []byte) (int, error) { f.hold(); return f.File.Write(
 func (f stallFile) Sync() error                 { f.hold(); return f.File.Sync() }
 func (f stallFile) SyncData() error             { f.hold(); return f.File.SyncData() }
 
-func TestCommitsEndAtDeadlineWhileWALStalls(t *testing.T) {
-	armed := &atomic.Bool{}
-	fs := stallFS{vfs.NewMem(), armed, make(chan struct{})}
-	db, err := pebblekv.Open("db", pebblekv.Options{FS: fs})
+// openStalling opens a store on a stallFS. stall makes its WAL stop
+// answering; release makes it answer again, for good (it is called at the
+// end of the test too).
+func openStalling(t *testing.T, opts pebblekv.Options) (db *kv.DB, stall, release func()) {
+	t.Helper()
+	fs := stallFS{vfs.NewMem(), &atomic.Bool{}, make(chan struct{})}
+	opts.FS = fs
+	db, err := pebblekv.Open("db", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	armed.Store(true)
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			armed.Store(false)
-			close(fs.gate)
-		}
-	}
-	defer release()
+	var once sync.Once
+	release = func() { once.Do(func() { fs.armed.Store(false); close(fs.gate) }) }
+	t.Cleanup(func() { release(); db.Close() })
+	return db, func() { fs.armed.Store(true) }, release
+}
+
+func TestCommitsEndAtDeadlineWhileWALStalls(t *testing.T) {
+	db, stall, release := openStalling(t, pebblekv.Options{})
+	stall()
 
 	// Three writers one after another, each with its own deadline: the
 	// first waits on the stalled sync, the later ones behind it.
@@ -98,7 +101,7 @@ func TestCommitsEndAtDeadlineWhileWALStalls(t *testing.T) {
 	if err := db.Run(ctx, func(tx kv.Txn) error { tx.Set([]byte("d"), []byte("v")); return nil }); err != nil {
 		t.Fatalf("commit after the disk answers: %v", err)
 	}
-	err = db.RunRead(ctx, func(tx kv.ReadTxn) error {
+	err := db.RunRead(ctx, func(tx kv.ReadTxn) error {
 		for _, k := range []string{"a", "b", "c", "d"} {
 			v, found, err := tx.Get(ctx, []byte(k))
 			if err != nil {
@@ -119,20 +122,13 @@ func TestCommitsEndAtDeadlineWhileWALStalls(t *testing.T) {
 }
 
 func TestSyncEndsAtDeadlineWhileWALStalls(t *testing.T) {
-	armed := &atomic.Bool{}
-	fs := stallFS{vfs.NewMem(), armed, make(chan struct{})}
-	db, err := pebblekv.Open("db", pebblekv.Options{FS: fs, SyncWindow: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, stall, _ := openStalling(t, pebblekv.Options{SyncWindow: time.Hour})
 	// A relaxed commit leaves its WAL record to a later sync.
 	ctx := durability.Relaxed(context.Background())
 	if err := db.Run(ctx, func(tx kv.Txn) error { tx.Set([]byte("a"), []byte("v")); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	armed.Store(true)
-	defer func() { armed.Store(false); close(fs.gate) }()
+	stall()
 	sctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)
