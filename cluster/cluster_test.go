@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +152,64 @@ func TestAnotherClustersDiskIsRefused(t *testing.T) {
 	_, err = Start(ctx, other)
 	if err == nil || !strings.Contains(err.Error(), "belongs to cluster") {
 		t.Fatalf("a disk of another cluster: %v", err)
+	}
+}
+
+// Reads of whole chunk pieces fill the caller's buffer right, whether the
+// storage service answers in that buffer (in-process, one replica: no
+// hedge may race) or in one of its own: every byte of the file, and zeros
+// where a chunk ends short or is missing, over a buffer full of junk.
+func TestReadsFillTheCallersBuffer(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		local    bool
+		replicas int
+	}{{"local-1", true, 1}, {"local-2", true, 2}, {"tcp-1", false, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cfg := quickConfig(t.TempDir())
+			cfg.Local, cfg.Replicas, cfg.ChunkSize = tc.local, tc.replicas, 1<<20
+			c, err := Start(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			fs, err := c.FS(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := bytes.Repeat([]byte("0123456789abcdef"), (3<<20)/32) // a chunk and a half
+			writeFile(t, fs, "/short", data)
+			f, err := fs.OpenFile(ctx, "/short", os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Truncate(ctx, 4<<20); err != nil { // the rest of chunk 1, and chunks 2 and 3, are holes
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			want := append(bytes.Clone(data), make([]byte, 4<<20-len(data))...)
+			r, err := fs.Open(ctx, "/short")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			for _, piece := range []struct{ off, n int }{{0, 4 << 20}, {0, 1 << 20}, {1 << 20, 1 << 20}, {2 << 20, 1 << 20}, {512 << 10, 1 << 20}} {
+				buf := bytes.Repeat([]byte{0xee}, piece.n)
+				if n, err := r.ReadAtContext(ctx, buf, int64(piece.off)); err != nil || n != piece.n {
+					t.Fatalf("read %d at %d: %d, %v", piece.n, piece.off, n, err)
+				}
+				if !bytes.Equal(buf, want[piece.off:piece.off+piece.n]) {
+					i := 0
+					for buf[i] == want[piece.off+i] {
+						i++
+					}
+					t.Fatalf("read %d at %d: byte %d is %#x, want %#x", piece.n, piece.off, piece.off+i, buf[i], want[piece.off+i])
+				}
+			}
+		})
 	}
 }

@@ -28,7 +28,9 @@ func (s *Server) handleBatchRead(ctx context.Context, req *storageapi.BatchReadR
 		return nil, nil, rpc.Errorf(rpc.ResourceExhausted, "batch read of %d bytes exceeds %d", total, maxBatchReadBytes)
 	}
 	resp := &storageapi.BatchReadResp{Results: make([]storageapi.ReadResult, len(req.IOs))}
-	out := rpc.PayloadBuffer(int(total))[:0] // back to the pool once sent (PooledResponse)
+	// Pooled (back to the pool once sent: PooledResponse), or an in-process
+	// caller's own memory (rpc.ReplyInto).
+	out := rpc.ReplyBuffer(ctx, int(total))[:0]
 	for i, rio := range req.IOs {
 		start := time.Now()
 		n, commit, err := s.readOne(rio, req.Relaxed, req.NoCache, out[len(out):len(out)+int(rio.Length)])

@@ -93,17 +93,14 @@ func (f *File) readJobs(ctx context.Context, jobs []readJob) error {
 	cio := f.fs.chunks
 	if len(jobs) == 1 {
 		return runBounded(ctx, cio.Window(), 1, func(ctx context.Context, _ int) error {
-			data, err := cio.Read(ctx, jobs[0].io, false)
-			return fillOnce(jobs[0].dst, data, err)
+			return readInto(ctx, cio, jobs[0])
 		})
 	}
 	units := planReads(jobs)
 	return runBounded(ctx, cio.Window(), len(units), func(ctx context.Context, u int) error {
 		idx := units[u]
 		if len(idx) == 1 {
-			j := jobs[idx[0]]
-			data, err := cio.Read(ctx, j.io, false)
-			return fillOnce(j.dst, data, err)
+			return readInto(ctx, cio, jobs[idx[0]])
 		}
 		ios := make([]ReadIO, len(idx))
 		for k, i := range idx {
@@ -130,6 +127,20 @@ func fillPiece(dst, data []byte, err error) error {
 	c := copy(dst, data)
 	clear(dst[c:])
 	return nil
+}
+
+// readInto reads one job's piece, offering its destination as the reply's
+// memory: a storage service in this process reads straight into it
+// (rpc.ReplyInto), one service over the network answers in a pooled buffer
+// that fillOnce copies from. Each call here returns before its caller does
+// (runBounded waits for every task), as the offer requires.
+func readInto(ctx context.Context, cio *ChunkIO, j readJob) error {
+	data, err := cio.Read(rpc.ReplyInto(ctx, j.dst), j.io, false)
+	if err == nil && rpc.InMemory(data, j.dst) {
+		clear(j.dst[len(data):]) // past the chunk's end: a hole
+		return nil
+	}
+	return fillOnce(j.dst, data, err)
 }
 
 // fillOnce is fillPiece for data nothing else holds (a Read's answer), which

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/flyfs/flyfs/core/rpc"
 )
 
 // Hedged reads: when the replica a read went to has not answered after a
@@ -155,6 +157,9 @@ func (h *hedger) race(ctx context.Context, sizeClass int, primary, backup func(c
 		return res, err
 	}
 	h.earn()
+	// The loser runs on after the race returns: neither may answer into
+	// the caller's memory.
+	ctx = rpc.WithoutReplyInto(ctx)
 	answers := make(chan readAnswer, 2)
 	run := func(ctx context.Context, fn func(context.Context) ([]ReadResult, error), hedge bool) {
 		start := time.Now()
