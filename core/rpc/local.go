@@ -17,7 +17,8 @@ import (
 // server's listening address skips the socket: no frames are written or
 // read, no goroutine hands the call on (the handler runs on the caller's),
 // and a pooled
-// response payload (a chunk read) reaches the caller without a copy. The
+// response payload (a chunk read) reaches the caller without a copy, or is
+// built in memory the caller offered (replyinto.go). The
 // call keeps the socket path's contract: the request message is encoded and
 // decoded (the handler never shares the caller's structs), the request
 // payload is the caller's again once Call returns (a handler that may keep
