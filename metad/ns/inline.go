@@ -49,8 +49,9 @@ func (e *InlinedError) Error() string {
 func (e *InlinedError) Unwrap() error { return ErrInlined }
 
 // closeInline ends session s of in keeping data in the inode (see above);
-// open says the session still exists. res gets the closed inode.
-func (o *op) closeInline(in *Inode, s Session, open bool, hint *LengthHint, res *Inode) error {
+// open says the session still exists, writers how many sessions the inode
+// has (sessionsBeside). res gets the closed inode.
+func (o *op) closeInline(in *Inode, s Session, open bool, writers int, hint *LengthHint, res *Inode) error {
 	data := hint.Inline
 	if !open {
 		// A retry of a close that kept the data answers as the first did.
@@ -69,12 +70,7 @@ func (o *op) closeInline(in *Inode, s Session, open bool, hint *LengthHint, res 
 	if why := o.inlineRefusal(in, hint); why != "" {
 		return fail(ErrNotInlined, "inode %d: %s", in.ID, why)
 	}
-	p := sessionPrefix(in.ID)
-	others, err := o.tx.GetRange(o.ctx, p, prefixEnd(p), kv.RangeOptions{Limit: 2})
-	if err != nil {
-		return err
-	}
-	if len(others.KVs) > 1 {
+	if writers > 1 {
 		return fail(ErrNotInlined, "inode %d has another writer", in.ID)
 	}
 	if _, err := o.applyHint(in, hint.TruncateVer, uint64(len(data)), true); err != nil {

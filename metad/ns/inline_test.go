@@ -140,6 +140,41 @@ func TestInlineCloseRefused(t *testing.T) {
 	}
 }
 
+// With several writers an inline close refuses whatever order their
+// sessions sort in, also when two others sort before the closing one (the
+// range read that finds them stops at two).
+func TestInlineCloseAmongWriters(t *testing.T) {
+	behind := false
+	for try := 0; try < 40 && !behind; try++ {
+		e := newEnv(t, nil, inlineOpts())
+		in, s := e.writeSession("/f")
+		for _, c := range []ClientID{"c2", "c3", "c4"} {
+			if _, err := e.ns.Open(ctx, in.ID, os.O_WRONLY, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ss, err := e.ns.Sessions(ctx, in.ID) // in key order
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := 0
+		for before < len(ss) && ss[before].ID != s.ID {
+			before++
+		}
+		behind = before >= 2
+		if _, err := e.ns.Close(ctx, s, inlineHint(in, "abc")); !errors.Is(err, ErrNotInlined) {
+			t.Fatalf("inline close beside 3 writers (%d sort before it): %v, want ErrNotInlined", before, err)
+		}
+		if ss, _ := e.ns.Sessions(ctx, in.ID); !containsSession(ss, s.ID) || len(ss) != 4 {
+			t.Fatalf("the refused close left %d sessions, its own kept: %v", len(ss), containsSession(ss, s.ID))
+		}
+		mustFsck(t, e.db)
+	}
+	if !behind {
+		t.Fatal("in 40 tries the closing session never sorted after two others")
+	}
+}
+
 func containsSession(ss []Session, id SessionID) bool {
 	for _, s := range ss {
 		if s.ID == id {

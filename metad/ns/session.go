@@ -1,6 +1,7 @@
 package ns
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -66,6 +67,25 @@ func (o *op) openSession(in *Inode, id SessionID, client ClientID, dir uint64, n
 
 // hasSessions reports whether ino has a write session, conflict-tracked: a
 // concurrent open or close must abort whoever decides GC on it.
+// sessionsBeside reads ino's sessions in one conflict-tracked range: whether
+// the session at key is among them, and how many there are (at most two
+// are read: an inline close only asks whether another writer has the file).
+// Should two others sort before key, key is read on its own.
+func (o *op) sessionsBeside(ino uint64, key []byte) (open bool, n int, err error) {
+	p := sessionPrefix(ino)
+	res, err := o.tx.GetRange(o.ctx, p, prefixEnd(p), kv.RangeOptions{Limit: 2})
+	if err != nil {
+		return false, 0, err
+	}
+	for _, x := range res.KVs {
+		open = open || bytes.Equal(x.Key, key)
+	}
+	if !open && len(res.KVs) == 2 {
+		_, open, err = o.tx.Get(o.ctx, key)
+	}
+	return open, len(res.KVs), err
+}
+
 func (o *op) hasSessions(ino uint64) (bool, error) {
 	p := sessionPrefix(ino)
 	res, err := o.tx.GetRange(o.ctx, p, prefixEnd(p), kv.RangeOptions{Limit: 1})
@@ -168,7 +188,15 @@ func (n *Namespace) Close(ctx context.Context, s Session, hint *LengthHint) (Ino
 	err := n.update(ctx, func(o *op) error {
 		res = Inode{}
 		key := sessionKey(s.Ino, s.ID)
-		_, open, err := o.tx.Get(o.ctx, key)
+		inline := hint != nil && hint.Inline != nil
+		var open bool
+		var writers int // the inode's sessions, read for an inline close
+		var err error
+		if inline {
+			open, writers, err = o.sessionsBeside(s.Ino, key)
+		} else {
+			_, open, err = o.tx.Get(o.ctx, key)
+		}
 		if err != nil {
 			return err
 		}
@@ -179,8 +207,8 @@ func (n *Namespace) Close(ctx context.Context, s Session, hint *LengthHint) (Ino
 			}
 			return err
 		}
-		if hint != nil && hint.Inline != nil {
-			return o.closeInline(in, s, open, hint, &res)
+		if inline {
+			return o.closeInline(in, s, open, writers, hint, &res)
 		}
 		changed := false
 		if hint != nil {
