@@ -143,8 +143,13 @@ func (f *File) launchPieces(ctx context.Context, queue chan<- chan fetched, off,
 	reads := make(chan pieceRead)
 	defer close(reads)
 	// The writer waits on one piece, the queue holds streamAhead-1 more and
-	// this goroutine one: no more reads than that are ever running.
-	for range streamAhead + 1 {
+	// this goroutine one: no more reads than that are ever running, nor more
+	// than the range has pieces (a 2 MiB GET needs no nine readers).
+	readers := streamAhead + 1
+	if cs := uint64(f.inode.Layout.ChunkSize); cs > 0 {
+		readers = int(min(uint64(readers), n/cs+2)) // +2: a range cut at both ends
+	}
+	for range readers {
 		go readPieces(ctx, cio, win, reads)
 	}
 	for done := uint64(0); done < n; {
