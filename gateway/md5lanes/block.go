@@ -64,21 +64,29 @@ const lanes = 16
 // word w of lane l's state, as the kernel keeps it in its registers.
 type laneState [4][lanes]uint32
 
-// blockLanesGeneric is the kernel without SIMD: each lane in turn.
-func blockLanesGeneric(st *laneState, ptrs *[lanes][]byte, blocks int) {
+// blockLanesGeneric is the kernel without SIMD: each busy lane in turn.
+func blockLanesGeneric(st *laneState, ptrs *[lanes][]byte, blocks int, busy uint16) {
 	for l := range lanes {
+		if busy&(1<<l) == 0 {
+			continue
+		}
 		s := [4]uint32{st[0][l], st[1][l], st[2][l], st[3][l]}
 		blockOne(&s, ptrs[l][:blocks*blockSize])
 		st[0][l], st[1][l], st[2][l], st[3][l] = s[0], s[1], s[2], s[3]
 	}
 }
 
-// kernel is one implementation of the lane step: every lane advanced by
-// blocks blocks, each ptrs[l] holding at least blocks*blockSize bytes.
+// kernel is one implementation of the lane step: every lane whose bit is
+// set in busy advanced by blocks blocks, each ptrs[l] holding at least
+// blocks*blockSize bytes. The kernel advances lanes in groups of width
+// (its vector's lanes), and skips a group with no busy lane; the other
+// lanes of a group it runs advance too, over whatever ptrs holds for them
+// (their state is nobody's).
 type kernel struct {
-	name string
-	run  func(st *laneState, ptrs *[lanes][]byte, blocks int)
+	name  string
+	width int
+	run   func(st *laneState, ptrs *[lanes][]byte, blocks int, busy uint16)
 }
 
-// blockLanes is the fastest kernel this machine runs.
-var blockLanes = kernels[0].run
+// fastest is the fastest kernel this machine runs.
+var fastest = kernels[0]

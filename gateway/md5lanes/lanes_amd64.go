@@ -23,12 +23,12 @@ func block8(state *[4][8]uint32, ptrs *[8]*byte, blocks int)
 var kernels = func() []kernel {
 	var ks []kernel
 	if cpu.X86.HasAVX512F && cpu.X86.HasAVX2 {
-		ks = append(ks, kernel{"avx512", blockLanes16})
+		ks = append(ks, kernel{"avx512", 16, blockLanes16})
 	}
 	if cpu.X86.HasAVX2 {
-		ks = append(ks, kernel{"avx2", blockLanes8})
+		ks = append(ks, kernel{"avx2", 8, blockLanes8})
 	}
-	return append(ks, kernel{"generic", blockLanesGeneric})
+	return append(ks, kernel{"generic", 1, blockLanesGeneric})
 }()
 
 // pointers returns each lane's first byte; each holds at least blocks
@@ -40,8 +40,8 @@ func pointers(ptrs *[lanes][]byte, blocks int) (p [lanes]*byte) {
 	return p
 }
 
-func blockLanes16(st *laneState, ptrs *[lanes][]byte, blocks int) {
-	if blocks == 0 {
+func blockLanes16(st *laneState, ptrs *[lanes][]byte, blocks int, busy uint16) {
+	if blocks == 0 || busy == 0 {
 		return
 	}
 	p := pointers(ptrs, blocks)
@@ -49,13 +49,18 @@ func blockLanes16(st *laneState, ptrs *[lanes][]byte, blocks int) {
 	runtime.KeepAlive(ptrs)
 }
 
-// blockLanes8 runs the 16 lanes as two halves of 8.
-func blockLanes8(st *laneState, ptrs *[lanes][]byte, blocks int) {
+// blockLanes8 runs the 16 lanes as two halves of 8, each only when one of
+// its lanes is busy: with 8 uploads or fewer, the upper half would hash
+// only zeros, and did, half the kernel's time.
+func blockLanes8(st *laneState, ptrs *[lanes][]byte, blocks int, busy uint16) {
 	if blocks == 0 {
 		return
 	}
 	p := pointers(ptrs, blocks)
 	for half := range 2 {
+		if busy>>(half*8)&0xff == 0 {
+			continue
+		}
 		var s [4][8]uint32
 		for w := range 4 {
 			copy(s[w][:], st[w][half*8:])

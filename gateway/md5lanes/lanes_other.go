@@ -2,6 +2,6 @@
 
 package md5lanes
 
-var kernels = []kernel{{"generic", blockLanesGeneric}}
+var kernels = []kernel{{"generic", 1, blockLanesGeneric}}
 
 func kernelOne(s *[4]uint32, p []byte) { blockOne(s, p) }

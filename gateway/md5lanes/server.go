@@ -1,6 +1,9 @@
 package md5lanes
 
-import "sync"
+import (
+	"math/bits"
+	"sync"
+)
 
 // maxRound bounds the blocks a kernel call advances each lane by, so a
 // message that arrives while the lanes run waits at most one round.
@@ -27,7 +30,7 @@ type job struct {
 
 // lanesHelp: this machine has a SIMD kernel; without one a lane is no
 // faster than a message hashed alone.
-var lanesHelp = kernels[0].name != "generic"
+var lanesHelp = fastest.width > 1
 
 // hashLarge advances s by the blocks of p: in a lane where this machine
 // has a SIMD kernel, else in place.
@@ -53,12 +56,10 @@ func (srv *Server) hash(s *[4]uint32, p []byte) {
 	<-j.done
 }
 
-// run fills free lanes from the queue, advances every busy lane by the
-// blocks the shortest of them has left (at most maxRound), and hands back
-// each job that is done, until no job is left. A lone busy lane is hashed
-// alone (hashOne: crypto/md5's assembly, or general registers): a lane of
-// the kernel advances at about half that rate, so the kernel pays from two
-// busy lanes on.
+// run fills free lanes from the queue (the lowest first, so that few jobs
+// share one group of the kernel), advances every busy lane by the blocks
+// the shortest of them has left (at most maxRound), and hands back each
+// job that is done, until no job is left.
 func (srv *Server) run() {
 	var (
 		busy [lanes]*job
@@ -66,7 +67,7 @@ func (srv *Server) run() {
 		ptrs [lanes][]byte
 	)
 	for {
-		n := 0
+		var mask uint16 // the busy lanes
 		srv.mu.Lock()
 		for l := range lanes {
 			if busy[l] == nil && len(srv.queue) > 0 {
@@ -79,10 +80,10 @@ func (srv *Server) run() {
 				}
 			}
 			if busy[l] != nil {
-				n++
+				mask |= 1 << l
 			}
 		}
-		if n == 0 {
+		if mask == 0 {
 			srv.running = false
 			srv.queue = nil
 			srv.mu.Unlock()
@@ -103,17 +104,7 @@ func (srv *Server) run() {
 				ptrs[l] = j.p
 			}
 		}
-		if n == 1 {
-			for l, j := range busy {
-				if j != nil {
-					one := [4]uint32{st[0][l], st[1][l], st[2][l], st[3][l]}
-					hashOne(&one, j.p[:round*blockSize])
-					st[0][l], st[1][l], st[2][l], st[3][l] = one[0], one[1], one[2], one[3]
-				}
-			}
-		} else {
-			blockLanes(&st, &ptrs, round)
-		}
+		srv.advance(&st, &ptrs, round, mask)
 		for l, j := range busy {
 			if j == nil {
 				continue
@@ -128,4 +119,31 @@ func (srv *Server) run() {
 			}
 		}
 	}
+}
+
+// advance moves every lane in busy on by blocks blocks. A group of the
+// kernel with one busy lane has it hashed alone (hashOne: crypto/md5's
+// assembly): a kernel call costs about what two blocks hashed alone do, so
+// it pays from two busy lanes in its group on.
+func (srv *Server) advance(st *laneState, ptrs *[lanes][]byte, blocks int, busy uint16) {
+	vector := busy
+	for g := 0; g < lanes; g += fastest.width {
+		in := busy & groupMask(g, fastest.width)
+		if bits.OnesCount16(in) != 1 {
+			continue
+		}
+		vector &^= in
+		l := bits.TrailingZeros16(in)
+		one := [4]uint32{st[0][l], st[1][l], st[2][l], st[3][l]}
+		hashOne(&one, ptrs[l][:blocks*blockSize])
+		st[0][l], st[1][l], st[2][l], st[3][l] = one[0], one[1], one[2], one[3]
+	}
+	if vector != 0 {
+		fastest.run(st, ptrs, blocks, vector)
+	}
+}
+
+// groupMask is the lanes of the kernel group that starts at lane g.
+func groupMask(g, width int) uint16 {
+	return uint16((1<<width - 1) << g)
 }
