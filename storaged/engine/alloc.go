@@ -21,6 +21,7 @@ type dataFile struct {
 	direct *directFile // f's O_DIRECT twin (direct.go); nil where refused
 	class  uint8
 	idx    uint8
+	syncs  syncGroup // the file's fdatasyncs, shared by concurrent writers
 
 	// Guarded by the owning classAlloc.mu.
 	nblocks uint32   // blocks backed by the file (preallocated)
@@ -135,6 +136,9 @@ func (a *allocator) close() error {
 // file returns the data file of loc; loc must be valid (class < NumClasses,
 // file < filesPerClass), which decodeRecord guarantees.
 func (a *allocator) file(loc blockLoc) *os.File { return a.classes[loc.class].files[loc.file].f }
+
+// dataFile returns loc's data file.
+func (a *allocator) dataFile(loc blockLoc) *dataFile { return a.classes[loc.class].files[loc.file] }
 
 // directOf returns the O_DIRECT twin of loc's data file (nil: none).
 func (a *allocator) directOf(loc blockLoc) *directFile {

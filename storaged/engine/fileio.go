@@ -65,12 +65,14 @@ func pwriteZeros(f *os.File, off, n int64) error {
 	return nil
 }
 
-// sync is fdatasync through the engine's injected faults.
-func (e *Engine) sync(f *os.File) error {
-	if err := e.opts.Faults.check(OpSync, f.Name()); err != nil {
+// sync makes the writes done to loc's data file durable: a shared
+// fdatasync (syncgroup.go), through the engine's injected faults.
+func (e *Engine) sync(loc blockLoc) error {
+	d := e.alloc.dataFile(loc)
+	if err := e.opts.Faults.check(OpSync, d.f.Name()); err != nil {
 		return err
 	}
-	return fdatasync(f)
+	return d.syncs.sync(func() error { return fdatasync(d.f) })
 }
 
 // fdatasync flushes f's data (and the metadata needed to read it back).
