@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"encoding/base64"
 	"encoding/hex"
+	"github.com/flyfs/flyfs/core/client"
 	"hash"
 	"os"
 	"strings"
@@ -45,12 +46,16 @@ func (g *Gateway) discard(name string) {
 // loses only what the sweeper would remove.
 func stagingCtx(ctx context.Context) context.Context { return durability.Relaxed(ctx) }
 
-// bodyCtx is the context of a body's chunk writes: relaxed, each
-// acknowledged once its storage node has it, not once the node has synced
-// it. The caller makes them durable with one SyncData before the object's
-// (or part's) commit point, so a large body costs one sync per storage node,
-// not one per chunk.
-func bodyCtx(ctx context.Context) context.Context { return durability.Relaxed(ctx) }
+// bodyCtx is the context of a body's chunk writes: relaxed and staged,
+// each acknowledged once its storage node has it, its content synced at
+// the caller's SyncData (client.Staged) rather than before each chunk's
+// record. The caller makes them durable with that one SyncData before the
+// object's (or part's) commit point, so a large body costs one sync per
+// storage node and data file, not one per chunk, and removes them if it
+// fails.
+func bodyCtx(ctx context.Context) context.Context {
+	return client.Staged(durability.Relaxed(ctx))
+}
 
 // stage streams body into a new staging file and checks what the request
 // claimed about it: length, Content-MD5, additional checksum.

@@ -278,7 +278,8 @@ func (s *Server) updateHeld(ctx context.Context, t *target, req *storageapi.Writ
 		}
 		u := engine.Update{Offset: req.Offset, Data: data, Length: req.Length, ChunkSize: req.ChunkSize,
 			Replace: req.Kind == storageapi.KindReplace, Truncate: req.Kind == storageapi.KindTruncate,
-			ChainVer: chain.Version, UpdateVer: d.Version, CommitVer: commit, Relaxed: relaxed, Direct: req.NoCache}
+			ChainVer: chain.Version, UpdateVer: d.Version, CommitVer: commit, Relaxed: relaxed, Direct: req.NoCache,
+			Staged: relaxed && req.Staged}
 		if meta, err = t.eng.Apply(k, u); err != nil {
 			return nil, false, err
 		}

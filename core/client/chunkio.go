@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flyfs/flyfs/core/durability"
 	"hash/crc32"
 	"math/rand/v2"
 	"sync"
@@ -120,7 +121,7 @@ func (c *ChunkIO) Update(ctx context.Context, u Update) (storageapi.ChunkMeta, e
 	ch.seq++
 	req := &storageapi.WriteReq{Kind: u.Kind, Offset: u.Offset, Length: u.Length, ChunkSize: u.ChunkSize,
 		Checksum: crc32.Checksum(u.Data, castagnoli), Tag: storageapi.Tag{Client: c.clientID, Channel: ch.id, Seq: ch.seq}, Base: u.Base,
-		NoCache: isNoCache(ctx)}
+		NoCache: isNoCache(ctx), Staged: isStaged(ctx)}
 	var meta storageapi.ChunkMeta
 	err := c.retry(ctx, func(info *routing.Info) error {
 		chain, ok := info.Chain(u.Chain)
@@ -592,4 +593,20 @@ func NoCache(ctx context.Context) context.Context {
 func isNoCache(ctx context.Context) bool {
 	v, _ := ctx.Value(noCacheKey{}).(bool)
 	return v
+}
+
+type stagedKey struct{}
+
+// Staged marks the relaxed chunk writes made under ctx as ones nothing
+// refers to until the caller's SyncData returns (storageapi.WriteReq's
+// Staged): the storage nodes sync their content at that sync, not each
+// before its record. The caller must not publish the chunks before
+// SyncData succeeds, and must give them up if it fails.
+func Staged(ctx context.Context) context.Context {
+	return context.WithValue(ctx, stagedKey{}, true)
+}
+
+func isStaged(ctx context.Context) bool {
+	v, _ := ctx.Value(stagedKey{}).(bool)
+	return v && durability.IsRelaxed(ctx)
 }

@@ -137,6 +137,22 @@ func (a *allocator) close() error {
 // file < filesPerClass), which decodeRecord guarantees.
 func (a *allocator) file(loc blockLoc) *os.File { return a.classes[loc.class].files[loc.file].f }
 
+// eachFile calls fn for every data file until it returns an error. The
+// files are opened with the allocator and stay until close.
+func (a *allocator) eachFile(fn func(*dataFile) error) error {
+	for c := range a.classes {
+		for _, d := range a.classes[c].files {
+			if d == nil {
+				continue
+			}
+			if err := fn(d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // dataFile returns loc's data file.
 func (a *allocator) dataFile(loc blockLoc) *dataFile { return a.classes[loc.class].files[loc.file] }
 

@@ -23,6 +23,12 @@ type Update struct {
 	// Direct: the written content's whole aligned runs go to the disk past
 	// the page cache (direct.go).
 	Direct bool
+	// Staged (with Relaxed): nothing refers to the chunk until the writer's
+	// Sync returns (an S3 body's staging file), so its content need not be
+	// durable before its record: Sync makes it so, with the record. A
+	// machine crash before that may leave the chunk failing its checksum
+	// instead of holding its old or new content.
+	Staged bool
 }
 
 func validateUpdate(u *Update) error {
@@ -55,6 +61,7 @@ type change struct {
 	// new content equals the old one, segment for segment.
 	first, last int64
 	direct      bool // Update.Direct
+	staged      bool // Update.Staged
 }
 
 type applyMode int
@@ -128,7 +135,7 @@ func (e *Engine) apply(k Key, cur *version, u *Update) (Meta, error) {
 	if cur != nil {
 		oldLen = int64(cur.meta.Len)
 	}
-	c := change{oldLen: oldLen, off: int64(u.Offset), n: int64(len(u.Data)), data: u.Data, first: -1, last: -1, direct: u.Direct}
+	c := change{oldLen: oldLen, off: int64(u.Offset), n: int64(len(u.Data)), data: u.Data, first: -1, last: -1, direct: u.Direct, staged: u.Staged && u.Relaxed}
 	var dlo, dhi int64 // range whose bytes may differ from the old content
 	switch {
 	case u.Replace:

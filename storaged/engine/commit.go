@@ -42,15 +42,21 @@ func (e *Engine) persist(k Key, r *record, w recordWrite) error {
 	return nil
 }
 
-// Sync makes every relaxed update, commit and removal before it durable.
+// Sync makes every relaxed update, commit and removal before it durable:
+// the content of staged updates first, then the metadata log.
 func (e *Engine) Sync() error {
-	if !e.wal.Pending() {
+	if !e.wal.Pending() && !e.stagedPending() {
 		return nil
 	}
 	if err := e.begin(); err != nil {
 		return err
 	}
 	defer e.end()
+	if err := e.syncStaged(); err != nil {
+		// Staged content may be lost: as a failed write, no more writes.
+		e.setReadOnly("write error: sync staged content: " + err.Error())
+		return fmt.Errorf("engine: sync %s: %w: %w", e.dir, ErrIO, err)
+	}
 	if err := e.wal.Sync(e.db); err != nil {
 		return fmt.Errorf("engine: sync %s: %w", e.dir, err)
 	}

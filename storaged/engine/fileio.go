@@ -65,14 +65,43 @@ func pwriteZeros(f *os.File, off, n int64) error {
 	return nil
 }
 
-// sync makes the writes done to loc's data file durable: a shared
-// fdatasync (syncgroup.go), through the engine's injected faults.
-func (e *Engine) sync(loc blockLoc) error {
+// written makes a write just done to loc's data file durable before its
+// record is committed: a shared fdatasync (syncgroup.go). A staged write
+// (Update.Staged) is only counted, for Engine.Sync to cover.
+func (e *Engine) written(loc blockLoc, c *change) error {
 	d := e.alloc.dataFile(loc)
+	if c.staged {
+		d.syncs.wrote()
+		return nil
+	}
 	if err := e.opts.Faults.check(OpSync, d.f.Name()); err != nil {
 		return err
 	}
-	return d.syncs.sync(func() error { return fdatasync(d.f) })
+	return d.syncs.writeDurable(func() error { return fdatasync(d.f) })
+}
+
+// syncStaged makes every staged write done to the data files before it
+// durable: a sync of each file with writes not yet covered.
+func (e *Engine) syncStaged() error {
+	return e.alloc.eachFile(func(d *dataFile) error {
+		if !d.syncs.pending() {
+			return nil
+		}
+		if err := e.opts.Faults.check(OpSync, d.f.Name()); err != nil {
+			return err
+		}
+		return d.syncs.sync(func() error { return fdatasync(d.f) })
+	})
+}
+
+// stagedPending reports whether a staged write may be waiting for a sync.
+func (e *Engine) stagedPending() bool {
+	pending := false
+	e.alloc.eachFile(func(d *dataFile) error {
+		pending = pending || d.syncs.pending()
+		return nil
+	})
+	return pending
 }
 
 // fdatasync flushes f's data (and the metadata needed to read it back).

@@ -33,7 +33,7 @@ func TestSyncGroupCoversEveryWrite(t *testing.T) {
 		wg.Go(func() {
 			for range rounds {
 				me := written.Add(1)
-				if err := g.sync(run); err != nil {
+				if err := g.writeDurable(run); err != nil {
 					t.Error(err)
 					return
 				}
@@ -61,14 +61,14 @@ func TestSyncGroupFailureSticks(t *testing.T) {
 	var g syncGroup
 	ok := func() error { return nil }
 	lost := errors.New("EIO")
-	if err := g.sync(ok); err != nil {
+	if err := g.writeDurable(ok); err != nil {
 		t.Fatalf("first sync: %v", err)
 	}
-	if err := g.sync(func() error { return lost }); !errors.Is(err, lost) {
+	if err := g.writeDurable(func() error { return lost }); !errors.Is(err, lost) {
 		t.Fatalf("failed sync: %v, want %v", err, lost)
 	}
 	for i := range 3 {
-		if err := g.sync(ok); !errors.Is(err, lost) {
+		if err := g.writeDurable(ok); !errors.Is(err, lost) {
 			t.Fatalf("sync %d after the failure: %v, want %v", i, err, lost)
 		}
 	}
@@ -83,7 +83,7 @@ func TestSyncGroupWaitsForALaterSync(t *testing.T) {
 	var calls atomic.Int32
 	first := make(chan error, 1)
 	go func() {
-		first <- g.sync(func() error {
+		first <- g.writeDurable(func() error {
 			calls.Add(1)
 			close(inFirst)
 			<-release
@@ -92,7 +92,7 @@ func TestSyncGroupWaitsForALaterSync(t *testing.T) {
 	}()
 	<-inFirst
 	second := make(chan error, 1)
-	go func() { second <- g.sync(func() error { calls.Add(1); return nil }) }()
+	go func() { second <- g.writeDurable(func() error { calls.Add(1); return nil }) }()
 	time.Sleep(20 * time.Millisecond) // the second caller is waiting now (or about to)
 	close(release)
 	if err := <-first; err != nil {
@@ -103,5 +103,40 @@ func TestSyncGroupWaitsForALaterSync(t *testing.T) {
 	}
 	if n := calls.Load(); n != 2 {
 		t.Fatalf("%d syncs ran, want 2: the second caller was served by the sync running when it came", n)
+	}
+}
+
+// TestSyncGroupDeferredWrites: writes counted without a sync leave the
+// file pending; one sync covers them all, and a sync with nothing counted
+// since runs none.
+func TestSyncGroupDeferredWrites(t *testing.T) {
+	var g syncGroup
+	runs := 0
+	run := func() error { runs++; return nil }
+	if g.pending() {
+		t.Fatal("a new file is pending")
+	}
+	for range 5 {
+		g.wrote()
+	}
+	if !g.pending() {
+		t.Fatal("5 deferred writes, not pending")
+	}
+	if err := g.sync(run); err != nil || runs != 1 {
+		t.Fatalf("sync: %v after %d runs, want nil after 1", err, runs)
+	}
+	if g.pending() {
+		t.Fatal("pending after a sync covered every write")
+	}
+	if err := g.sync(run); err != nil || runs != 1 {
+		t.Fatalf("sync with nothing new: %v after %d runs, want nil after 1", err, runs)
+	}
+	lost := errors.New("EIO")
+	g.wrote()
+	if err := g.sync(func() error { return lost }); !errors.Is(err, lost) {
+		t.Fatalf("failed sync of a deferred write: %v, want %v", err, lost)
+	}
+	if err := g.sync(run); !errors.Is(err, lost) || !g.pending() {
+		t.Fatalf("after the failure: %v (pending %v), want %v and still pending", err, g.pending(), lost)
 	}
 }

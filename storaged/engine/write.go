@@ -47,7 +47,7 @@ func (e *Engine) writeCOW(k Key, cur *version, c *change, cls uint8, crcs []uint
 		}
 	}
 	if e.opts.Sync {
-		if err := e.sync(loc); err != nil {
+		if err := e.written(loc, c); err != nil {
 			return fail(writeErr(err))
 		}
 	}
@@ -165,7 +165,7 @@ func (e *Engine) appendInPlace(cur *version, c *change, crcs []uint32) error {
 		crcs[s] = v
 	}
 	if e.opts.Sync {
-		if err := e.sync(loc); err != nil {
+		if err := e.written(loc, c); err != nil {
 			return writeErr(err)
 		}
 	}
@@ -235,7 +235,7 @@ func (e *Engine) writeSpilled(k Key, cur *version, c *change, cls uint8, crcs []
 		return fail(err)
 	}
 	if e.opts.Sync {
-		if err := e.sync(loc); err != nil {
+		if err := e.written(loc, c); err != nil {
 			return fail(writeErr(err))
 		}
 	}

@@ -83,6 +83,12 @@ type WriteReq struct {
 	// NoCache: the content need not stay in the replicas' page cache (a
 	// large S3 object's): its whole aligned runs go to the disk directly.
 	NoCache bool `cbor:"15,keyasint,omitempty"`
+
+	// Staged (with a relaxed update): nothing refers to the chunk until
+	// the writer's Sync returns (an S3 body's staging file), so the
+	// replicas sync its content at that Sync instead of before its record.
+	// A machine crash before it may leave the chunk failing its checksum.
+	Staged bool `cbor:"16,keyasint,omitempty"`
 }
 
 // ChunkMeta is a chunk's state on one replica.
