@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/flyfs/flyfs/core/durability"
 	"hash/crc32"
 	"math/rand/v2"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/storageapi"
+	"github.com/flyfs/flyfs/core/durability"
 	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/core/routing"
 	"github.com/flyfs/flyfs/core/rpc"
