@@ -5,7 +5,6 @@ import (
 	"crypto/md5"
 	"encoding/base64"
 	"encoding/hex"
-	"github.com/flyfs/flyfs/core/client"
 	"hash"
 	"os"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flyfs/flyfs/core/api/metaapi"
+	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/durability"
 )
 
