@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flyfs/flyfs/core/client"
 	"github.com/flyfs/flyfs/core/durability"
 	"github.com/flyfs/flyfs/core/layout"
 	"github.com/flyfs/flyfs/e2e/harness"
@@ -52,6 +53,58 @@ func TestRelaxedWritesSyncOnEveryReplica(t *testing.T) {
 	for _, n := range servingNodes(c, 1) {
 		for i, want := range [][]byte{small, small, big} {
 			got, err := replicaRead(t, c, n, 1, layout.MakeChunkID(9, uint64(i)), chunkSize)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s serves chunk %d as %d bytes (%v)", c.Nodes[n].Name, i, len(got), err)
+			}
+		}
+	}
+}
+
+// TestStagedWritesSyncAtSyncOnEveryReplica: a staged update (an S3 body's)
+// reaches every replica of its chain with its flag, so each one writes the
+// content without syncing its data file and leaves that to the client's
+// Sync; a relaxed update that is not staged syncs its content on every
+// replica before its record.
+func TestStagedWritesSyncAtSyncOnEveryReplica(t *testing.T) {
+	c := harness.StartStorage(t, harness.StorageConfig{Nodes: 3, Chains: 1, SyncWindow: time.Hour})
+	cl := c.Client(10 * time.Second)
+	count := func() (records, content int) {
+		for i := range c.Nodes {
+			for _, e := range c.Server(i).Engines() {
+				st := e.Stats()
+				if st.Unsynced {
+					records++
+				}
+				if st.StagedUnsynced {
+					content++
+				}
+			}
+		}
+		return records, content
+	}
+	plain, body := pattern(3, 700_000), pattern(4, 1<<20)
+	rctx := durability.Relaxed(ctx)
+	if _, err := cl.Write(rctx, 1, layout.MakeChunkID(11, 0), 0, plain, chunkSize); err != nil {
+		t.Fatal(err)
+	}
+	if r, n := count(); r != 3 || n != 0 {
+		t.Fatalf("a relaxed write to a chain of 3: %d disks with records to sync and %d with content, want 3 and 0", r, n)
+	}
+	if _, err := cl.Write(client.Staged(rctx), 1, layout.MakeChunkID(11, 1), 0, body, chunkSize); err != nil {
+		t.Fatal(err)
+	}
+	if r, n := count(); r != 3 || n != 3 {
+		t.Fatalf("a staged write to a chain of 3: %d disks with records to sync and %d with content, want 3 and 3", r, n)
+	}
+	if err := cl.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, n := count(); r != 0 || n != 0 {
+		t.Fatalf("after Sync: %d disks with records to sync and %d with content, want none", r, n)
+	}
+	for _, n := range servingNodes(c, 1) {
+		for i, want := range [][]byte{plain, body} {
+			got, err := replicaRead(t, c, n, 1, layout.MakeChunkID(11, uint64(i)), chunkSize)
 			if err != nil || !bytes.Equal(got, want) {
 				t.Fatalf("%s serves chunk %d as %d bytes (%v)", c.Nodes[n].Name, i, len(got), err)
 			}

@@ -14,6 +14,7 @@ type Stats struct {
 	Full           bool // the disk ran out of space: writes fail fast until space returns
 	FullReason     string
 	Unsynced       bool // relaxed updates wait for a sync (Engine.Sync, or the sync window)
+	StagedUnsynced bool // staged content sits in a data file unsynced until Engine.Sync
 }
 
 // Stats returns current counters. Cheap enough for periodic reporting.
@@ -27,6 +28,7 @@ func (e *Engine) Stats() Stats {
 		CorruptRecords: e.corruptRecords.Load(),
 		ReadOnly:       e.ro.Load(),
 		Unsynced:       e.wal.Pending(),
+		StagedUnsynced: e.stagedPending(),
 	}
 	if s.ReadOnly {
 		s.ReadOnlyReason = e.readOnlyReason()
